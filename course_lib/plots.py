@@ -1,0 +1,338 @@
+"""A live training dashboard that works in Jupyter, in Colab and headless (PNG files).
+
+What to watch while A2C trains (and what it tells you):
+
+* **raw game score** vs agent steps: one point per finished full game, and the mean of the last
+  100 games (the number the course's target is stated in). Clipped rewards hide this number.
+* **entropy** of the policy: starts near ``log(n_actions)`` (uniform) and falls slowly; a crash
+  to ~0 early means the policy collapsed (raise ``entropy_coef`` or lower the learning rate).
+* **policy loss / value loss**: noisy by nature; a value loss that grows without bound means the
+  value targets are wrong (check the ``(1 - reset_t)`` factor) or the learning rate is too high.
+* **explained variance** ``1 - Var[v_target - v] / Var[v_target]``: 0 means the critic predicts no
+  better than a constant, 1 is perfect; it should climb above 0 within the first few 100k steps.
+* **grad norm**: before clipping; steadily at the clip value means most updates are clipped.
+
+Usage::
+
+    dashboard = TrainingDashboard(runner.episode_stats)   # reads finished games from the runner
+    for _ in range(n_updates):
+        trajectory = runner.get_next()
+        stats = a2c.step(trajectory)                       # dict of floats
+        dashboard.log(runner.step_var, **stats)
+        dashboard.update()                                  # redraws at most every few seconds
+    dashboard.save("training.png")
+
+The figure is a plain :class:`matplotlib.figure.Figure` drawn with the Agg canvas, so no display
+is needed; in a notebook it is shown as a PNG through one IPython display handle that is
+replaced in place at every redraw (no growing stack of plots).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .episode_stats import EpisodeStats, rolling_mean
+
+if TYPE_CHECKING:  # matplotlib is imported on first drawing: `import course_lib` stays fast
+    from matplotlib.figure import Figure
+
+__all__ = ["TrainingDashboard", "plot_metrics_file", "rolling_mean"]
+
+
+def _in_notebook() -> bool:
+    """True inside a Jupyter or Colab kernel (where rich display works)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and hasattr(shell, "kernel")
+
+
+def _strided(n: int, max_points: int) -> slice:
+    """A slice that keeps at most about ``max_points`` of ``n`` points, always the last one."""
+    stride = max(1, math.ceil(n / max_points))
+    return slice((n - 1) % stride, None, stride)
+
+
+class TrainingDashboard:
+    """Collects training scalars and finished games, and draws them as a grid of panels.
+
+    Panel 1 shows the raw game scores; every series logged with :meth:`log` gets its own panel
+    with the raw values (thin) and their rolling mean (thick).
+
+    Args:
+        episode_stats: where finished games come from: an
+            :class:`~course_lib.episode_stats.EpisodeStats` (e.g. ``runner.episode_stats``), an
+            object with an ``episode_stats`` attribute (a runner), or ``None`` to feed games by
+            hand with :meth:`add_games`.
+        game_window: games in the smoothed score curve (the course reports the last 100).
+        scalar_window: logged points in each scalar's smoothed curve.
+        min_interval: seconds between two redraws by :meth:`update` (drawing takes ~0.2 s,
+            so redrawing at every update would slow training down).
+        ncols: panels per row.
+        save_path: if given, :meth:`update` also writes the figure to this PNG (for headless runs).
+        max_points: raw points drawn per panel; longer series are thinned (the smoothed curve is
+            computed on all points first).
+    """
+
+    def __init__(
+        self,
+        episode_stats: EpisodeStats | Any | None = None,
+        *,
+        game_window: int = 100,
+        scalar_window: int = 20,
+        min_interval: float = 5.0,
+        ncols: int = 3,
+        save_path: str | Path | None = None,
+        max_points: int = 3000,
+        title: str = "A2C training",
+    ) -> None:
+        if episode_stats is not None and not isinstance(episode_stats, EpisodeStats):
+            episode_stats = getattr(episode_stats, "episode_stats", episode_stats)
+        if episode_stats is not None and not isinstance(episode_stats, EpisodeStats):
+            raise TypeError(
+                "`episode_stats` must be an EpisodeStats, a runner with `.episode_stats`, or None; "
+                f"got {type(episode_stats).__name__}."
+            )
+        for name, value in (("game_window", game_window), ("scalar_window", scalar_window),
+                            ("ncols", ncols), ("max_points", max_points)):  # fmt: skip
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
+        if not min_interval >= 0:
+            raise ValueError(f"`min_interval` must be >= 0 seconds, got {min_interval!r}.")
+        self.games = episode_stats if episode_stats is not None else EpisodeStats()
+        self.game_window = game_window
+        self.scalar_window = scalar_window
+        self.min_interval = float(min_interval)
+        self.ncols = ncols
+        self.save_path = Path(save_path) if save_path is not None else None
+        self.max_points = max_points
+        self.title = title
+        self.series: dict[str, tuple[list[int], list[float]]] = {}
+        self._last_draw = -math.inf
+        self._handle: Any = None
+
+    # -- feeding ---------------------------------------------------------------------------
+    def log(self, step: int, **scalars: Any) -> None:
+        """Record scalar values (floats, numpy or 0-d torch scalars) at agent step ``step``.
+
+        Example: ``dashboard.log(runner.step_var, **a2c.step(trajectory))``.
+        """
+        if isinstance(step, bool) or not isinstance(step, int | np.integer):
+            raise TypeError(f"`step` must be an int (agent steps), got {step!r}.")
+        for name, value in scalars.items():
+            try:
+                value = float(value)
+            except (TypeError, ValueError) as error:
+                raise TypeError(
+                    f"`{name}` must be a single number, got {type(value).__name__} "
+                    f"{getattr(value, 'shape', '')}; log a scalar such as loss.item() or x.mean().item()."
+                ) from error
+            steps, values = self.series.setdefault(name, ([], []))
+            steps.append(int(step))
+            values.append(value)
+
+    def add_games(self, scores: Any, steps: Any, lengths: Any = None) -> None:
+        """Record finished games by hand: raw ``scores``, the agent ``steps`` at which they ended,
+        and optionally their ``lengths`` (sequences of equal length, or single numbers)."""
+        scores = np.atleast_1d(np.asarray(scores, dtype=np.float64))
+        steps = np.atleast_1d(np.asarray(steps, dtype=np.int64))
+        lengths = np.zeros_like(steps) if lengths is None else np.atleast_1d(np.asarray(lengths))
+        if not scores.shape == steps.shape == lengths.shape:
+            raise ValueError(
+                f"`scores`, `steps` and `lengths` must have the same length, got "
+                f"{scores.shape}, {steps.shape} and {lengths.shape}."
+            )
+        for score, step, length in zip(scores, steps, lengths, strict=True):
+            self.games.add(score, int(length), int(step))
+
+    # -- numbers behind the curves ---------------------------------------------------------
+    def smoothed(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, rolling mean over scalar_window points)`` of the logged series ``name``."""
+        if name not in self.series:
+            raise KeyError(f"No series {name!r} logged; logged: {sorted(self.series)}.")
+        steps, values = self.series[name]
+        return np.asarray(steps), rolling_mean(values, self.scalar_window)
+
+    def smoothed_scores(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(end steps, mean of the last game_window games)`` for every finished game."""
+        return self.games.steps, rolling_mean(self.games.scores, self.game_window)
+
+    # -- drawing ---------------------------------------------------------------------------
+    def figure(self) -> Figure:
+        """Draw every panel on a new Agg :class:`~matplotlib.figure.Figure` and return it."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        names = list(self.series)
+        npanels = 1 + len(names)
+        ncols = min(self.ncols, npanels)
+        nrows = math.ceil(npanels / ncols)
+        fig = Figure(figsize=(4.2 * ncols, 3.0 * nrows), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        self._draw_games(axes[0])
+        for ax, name in zip(axes[1:], names, strict=False):
+            self._draw_series(ax, name)
+        for ax in axes[npanels:]:
+            ax.set_visible(False)
+        last_step = max(
+            [self.series[n][0][-1] for n in names] + list(self.games.steps[-1:]), default=0
+        )
+        fig.suptitle(f"{self.title}: {last_step:,} agent steps, {len(self.games)} games")
+        return fig
+
+    def _draw_games(self, ax: Any) -> None:
+        steps, mean = self.smoothed_scores()
+        scores = self.games.scores
+        ax.set_title("raw game score")
+        ax.set_xlabel("agent steps")
+        if scores.size == 0:
+            ax.text(
+                0.5, 0.5, "no finished game yet", ha="center", va="center", transform=ax.transAxes
+            )
+            return
+        keep = _strided(scores.size, self.max_points)
+        ax.scatter(steps[keep], scores[keep], s=5, alpha=0.35, color="tab:blue", label="one game")
+        ax.plot(steps, mean, color="tab:red", lw=2,
+                label=f"mean of last {self.game_window}: {mean[-1]:.1f}")  # fmt: skip
+        ax.legend(loc="upper left", fontsize="small")
+        ax.grid(alpha=0.3)
+
+    def _draw_series(self, ax: Any, name: str) -> None:
+        steps, mean = self.smoothed(name)
+        values = np.asarray(self.series[name][1])
+        keep = _strided(values.size, self.max_points)
+        ax.plot(steps[keep], values[keep], lw=0.7, alpha=0.35, color="tab:gray")
+        ax.plot(steps, mean, lw=1.8, color="tab:green")
+        ax.set_title(f"{name} (smoothed: {mean[-1]:.4g})")
+        ax.set_xlabel("agent steps")
+        ax.grid(alpha=0.3)
+
+    def to_png(self, dpi: int = 80) -> bytes:
+        """The figure as PNG bytes."""
+        fig = self.figure()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=dpi)
+        return buffer.getvalue()
+
+    def update(self, force: bool = False) -> bool:
+        """Redraw if ``min_interval`` seconds passed since the last redraw (or ``force``).
+
+        In a notebook the plot is replaced in place; with ``save_path`` the PNG is rewritten.
+        Outside a notebook and without ``save_path`` nothing is drawn. Returns True if it drew.
+        """
+        now = time.monotonic()
+        if not force and now - self._last_draw < self.min_interval:
+            return False
+        notebook = _in_notebook()
+        if not notebook and self.save_path is None:
+            return False
+        self._last_draw = now
+        png = self.to_png()
+        if self.save_path is not None:
+            self.save_path.parent.mkdir(parents=True, exist_ok=True)
+            self.save_path.write_bytes(png)
+        if notebook:
+            from IPython.display import Image, display
+
+            if self._handle is None:
+                self._handle = display(Image(data=png), display_id=True)
+            else:
+                self._handle.update(Image(data=png))
+        return True
+
+    def show(self) -> None:
+        """Draw now, ignoring ``min_interval``: in a notebook in place of the previous drawing
+        (or below the cell the first time), and to ``save_path`` if set. Use :meth:`save` or
+        :meth:`figure` to get the plot elsewhere."""
+        self.update(force=True)
+
+    def save(self, path: str | Path, dpi: int = 100) -> Path:
+        """Write the figure to ``path`` (PNG, or any format matplotlib knows by its suffix)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.figure().savefig(path, dpi=dpi)
+        return path
+
+    # -- metrics files ---------------------------------------------------------------------
+    def save_metrics(self, path: str | Path) -> Path:
+        """Write every logged series and game to ``path``: ``.json`` or ``.csv`` (``series,step,value``
+        rows; games appear as ``game/score`` and ``game/length``). Read back with :meth:`load_metrics`."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".json":
+            data = {
+                "scalars": {k: {"step": s, "value": v} for k, (s, v) in self.series.items()},
+                "games": self.games.to_dict(),
+            }
+            path.write_text(json.dumps(data))
+        elif path.suffix == ".csv":
+            with path.open("w", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(["series", "step", "value"])
+                for name, (steps, values) in self.series.items():
+                    writer.writerows((name, s, v) for s, v in zip(steps, values, strict=True))
+                games = self.games.to_dict()
+                writer.writerows(
+                    ("game/score", s, v) for s, v in zip(games["step"], games["score"], strict=True)
+                )
+                writer.writerows(
+                    ("game/length", s, v)
+                    for s, v in zip(games["step"], games["length"], strict=True)
+                )
+        else:
+            raise ValueError(f"`path` must end in .json or .csv, got {str(path)!r}.")
+        return path
+
+    @classmethod
+    def load_metrics(cls, path: str | Path, **kwargs: Any) -> TrainingDashboard:
+        """A dashboard filled from a file written by :meth:`save_metrics`."""
+        path = Path(path)
+        dashboard = cls(**kwargs)
+        if path.suffix == ".json":
+            data = json.loads(path.read_text())
+            for name, series in data.get("scalars", {}).items():
+                dashboard.series[name] = (list(series["step"]), list(map(float, series["value"])))
+            if "games" in data:
+                dashboard.games = EpisodeStats.from_dict(data["games"])
+        elif path.suffix == ".csv":
+            games: dict[str, list] = {"score": [], "length": [], "step": []}
+            with path.open(newline="") as f:
+                for row in csv.DictReader(f):
+                    name, step, value = row["series"], int(row["step"]), float(row["value"])
+                    if name == "game/score":
+                        games["score"].append(value)
+                        games["step"].append(step)
+                    elif name == "game/length":
+                        games["length"].append(int(value))
+                    else:
+                        steps, values = dashboard.series.setdefault(name, ([], []))
+                        steps.append(step)
+                        values.append(value)
+            dashboard.games = EpisodeStats.from_dict(games)
+        else:
+            raise ValueError(f"`path` must end in .json or .csv, got {str(path)!r}.")
+        return dashboard
+
+
+def plot_metrics_file(path: str | Path, out: str | Path | None = None, **kwargs: Any) -> Figure:
+    """Plot a metrics file written by :meth:`TrainingDashboard.save_metrics` (``.json`` or ``.csv``).
+
+    Returns the figure; with ``out``, also saves it there (e.g. ``"training.png"``). Extra keyword
+    arguments go to :class:`TrainingDashboard` (e.g. ``game_window=100``).
+    """
+    fig = TrainingDashboard.load_metrics(path, **kwargs).figure()
+    if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=100)
+    return fig

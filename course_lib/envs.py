@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 
 from .atari_ids import resolve_env_id
-from .atari_wrappers import make_atari_env
+from .atari_wrappers import SeedFirstReset, make_atari_env
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "nature_dqn_env"]
 
@@ -69,8 +69,9 @@ def nature_dqn_env(
     if nenvs is None:
         env = make_one()
         if seed is not None:
-            # Seed the first reset only, as gymnasium does: later resets continue the RNG.
-            env.reset(seed=seed)
+            # No hidden reset here: the user's first reset() is the seeded one, later resets
+            # continue the RNG (as with gymnasium's reset(seed=...)).
+            env = SeedFirstReset(env, seed)
         return env
     if isinstance(nenvs, bool) or not isinstance(nenvs, int) or nenvs < 1:
         raise ValueError(f"`nenvs` must be None or a positive int, got {nenvs!r}.")

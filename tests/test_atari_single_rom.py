@@ -1,0 +1,195 @@
+"""Short tests of the single-env Atari stack on real ROMs (a few hundred steps each)."""
+
+from __future__ import annotations
+
+import functools
+import pickle
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+from course_lib import nature_dqn_env
+from course_lib.atari_wrappers import (
+    FrameSkip,
+    FrameStack,
+    GrayscaleResize,
+    MaxLastTwoFrames,
+    make_atari_env,
+    wrap_atari,
+)
+
+pytestmark = pytest.mark.rom
+GAMES = ["BreakoutNoFrameskip-v4", "SpaceInvadersNoFrameskip-v4", "PongNoFrameskip-v4"]
+
+
+@pytest.mark.parametrize("env_id", GAMES)
+def test_observations_are_uint8_4x84x84_and_check_env_passes(env_id):
+    env = make_atari_env(env_id)
+    assert env.observation_space == gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    obs, _ = env.reset(seed=0)
+    for _ in range(20):
+        obs, reward, *_ = env.step(env.action_space.sample())
+        assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
+        assert reward in (-1.0, 0.0, 1.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # The render check would make a "human" env (a window): render is tested below.
+        check_env(env, skip_render_check=True)
+    # The checker always warns that a wrapped env is not its unwrapped version; nothing else.
+    unexpected = [
+        str(w.message) for w in caught if "different from the unwrapped" not in str(w.message)
+    ]
+    assert unexpected == []
+    env.close()
+
+
+def test_render_gives_raw_rgb_frames_for_videos():
+    env = make_atari_env("PongNoFrameskip-v4", render_mode="rgb_array")
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.shape == (210, 160, 3) and frame.dtype == np.uint8
+    env.close()
+
+
+def test_bad_render_mode_is_refused():
+    with pytest.raises(ValueError, match=r"`render_mode` must be None, 'rgb_array'.*got 'rgb'"):
+        make_atari_env("PongNoFrameskip-v4", render_mode="rgb")
+
+
+def test_the_factory_pickles_for_spawned_workers():
+    factory = functools.partial(
+        make_atari_env, "BreakoutNoFrameskip-v4", clip_reward=False, summaries=True
+    )
+    env = pickle.loads(pickle.dumps(factory))()
+    assert env.reset(seed=0)[0].shape == (4, 84, 84)
+    env.close()
+
+
+def _play(env: gym.Env, actions: list[int]) -> tuple[list[np.ndarray], list[float]]:
+    observations, rewards = [], []
+    for action in actions:
+        obs, reward, terminated, truncated, _ = env.step(action)
+        observations.append(obs)
+        rewards.append(reward)
+        if terminated or truncated:
+            env.reset()
+    return observations, rewards
+
+
+def test_same_seed_and_actions_give_the_same_observations():
+    actions = np.random.default_rng(0).integers(0, 6, size=150).tolist()
+    runs = []
+    for _ in range(2):
+        env = nature_dqn_env("SpaceInvadersNoFrameskip-v4", seed=7)  # no reset here ...
+        first, _ = env.reset()  # ... the user's first reset is the seeded one
+        runs.append(([first], *_play(env, actions)))
+        env.close()
+    (first_a, obs_a, rew_a), (first_b, obs_b, rew_b) = runs
+    assert np.array_equal(first_a[0], first_b[0])
+    assert all(np.array_equal(a, b) for a, b in zip(obs_a, obs_b, strict=True))
+    assert rew_a == rew_b
+
+
+def test_the_seed_sets_the_number_of_noop_frames():
+    def frames_after_reset(seed: int) -> int:
+        env = nature_dqn_env("PongNoFrameskip-v4", seed=seed)
+        env.reset()
+        frames = env.unwrapped.ale.getEpisodeFrameNumber()
+        env.close()
+        return frames
+
+    counts = [frames_after_reset(seed) for seed in range(4)]
+    assert counts[0] == frames_after_reset(0)
+    assert len(set(counts)) > 1  # four seeds drawing 1..30 no-ops all alike: not random
+
+
+@pytest.mark.parametrize("env_id", GAMES)
+def test_preprocessing_matches_gymnasium_atari_preprocessing(env_id):
+    """Does our stack see what gymnasium's AtariPreprocessing + FrameStackObservation see?
+
+    Both sides: no no-op start, 4-frame skip, no fire reset, no episodic life, 84x84 gray,
+    4 frames stacked with the first frame repeated at reset. Intended differences:
+
+    * we take the max over the last two **RGB** frames and then convert to gray; gymnasium
+      converts each frame to gray with ALE's palette and takes the max of the grays. The
+      luminance is increasing in every channel, so ours is >= theirs (up to 1 for rounding),
+      and equal except where two different colours overlap (the Pong ball on a paddle);
+    * gray from RGB with ``cv2.COLOR_RGB2GRAY`` vs ALE's grayscale palette: equal here;
+    * on the step where the game ends early within a skip, gymnasium returns the frames of the
+      previous step, we return the last two frames played: that step's pixels are not compared.
+
+    Rewards, terminations and truncations must be equal at every step.
+    """
+    ours = FrameStack(GrayscaleResize(FrameSkip(MaxLastTwoFrames(gym.make(env_id)), 4)), 4)
+    theirs = FrameStackObservation(
+        AtariPreprocessing(gym.make(env_id), noop_max=0, frame_skip=4, screen_size=84), 4
+    )
+    obs_ours, _ = ours.reset(seed=3)
+    obs_theirs, _ = theirs.reset(seed=3)
+    assert np.array_equal(obs_ours, obs_theirs)
+    rng = np.random.default_rng(0)
+    mean_diffs = []
+    for _ in range(250):
+        action = int(rng.integers(ours.action_space.n))
+        obs_ours, r_ours, term_ours, trunc_ours, _ = ours.step(action)
+        obs_theirs, r_theirs, term_theirs, trunc_theirs, _ = theirs.step(action)
+        assert (r_ours, term_ours, trunc_ours) == (r_theirs, term_theirs, trunc_theirs)
+        if term_ours or trunc_ours:
+            break
+        diff = obs_ours.astype(np.int16) - obs_theirs.astype(np.int16)
+        assert diff.min() >= -1, "max over RGB then gray can only be brighter"
+        assert diff.max() <= 32  # observed: 16 where the Pong ball crosses a paddle
+        assert np.mean(diff != 0) <= 0.01  # at most 1 % of the pixels differ
+        mean_diffs.append(np.abs(diff).mean())
+    assert len(mean_diffs) >= 100 and np.mean(mean_diffs) < 0.05
+    ours.close()
+    theirs.close()
+
+
+class RawRewardTally(gym.Wrapper):
+    """Ground truth: the sum of the emulator's rewards since its last reset."""
+
+    def reset(self, **kwargs):
+        self.total = 0.0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.total += float(reward)
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize(
+    ("env_id", "max_frames"),
+    [("SpaceInvadersNoFrameskip-v4", 108_000), ("PongNoFrameskip-v4", 3_000)],
+)
+def test_reported_game_score_is_the_sum_of_the_raw_emulator_rewards(env_id, max_frames):
+    """SpaceInvaders: a full random game (3 lives); Pong: cut by the emulator's frame cap."""
+    tally = RawRewardTally(gym.make(env_id, max_num_frames_per_episode=max_frames))
+    env = wrap_atari(tally, clip_reward=True, summaries=True)
+    env.reset(seed=1)
+    rng = np.random.default_rng(1)
+    n_terminated, clipped = 0, []
+    for _ in range(3_000):
+        _, reward, terminated, truncated, info = env.step(int(rng.integers(env.action_space.n)))
+        clipped.append(reward)
+        if "episode" in info:
+            break
+        if terminated or truncated:
+            n_terminated += 1
+            env.reset()
+    else:
+        pytest.fail("no full game ended within 3000 agent steps")
+    report = info["episode"]
+    assert report["r"] == tally.total
+    assert set(clipped) <= {-1.0, 0.0, 1.0}
+    if env_id.startswith("SpaceInvaders"):
+        assert terminated and n_terminated == 2  # two lives lost before the last one
+        assert report["r"] > sum(clipped) > 0  # raw points (5 to 30 each), not clipped ones
+    else:
+        assert truncated and not terminated
+        assert report["l"] * 4 >= max_frames - 30 - 4  # lasted until the cap (minus no-ops)

@@ -1,29 +1,34 @@
 """The Nature-DQN Atari preprocessing, one small gymnasium wrapper per idea.
 
-:func:`make_atari_env` stacks them in this order, from the emulator outwards::
+:func:`course_lib.atari_env.make_atari_env` stacks them in this order, from the emulator out::
 
     gym.make("XxxNoFrameskip-v4")   RGB (210, 160, 3), one frame per step, raw reward
-    NoopReset(noop_max=30)          reset: 1..30 random no-ops, so games do not all start alike
+    FireReset                       real reset: press FIRE for one frame (Breakout serves)
+    NoopReset(noop_max=30)          real reset: 1..30 random no-ops, so games do not all start alike
     MaxLastTwoFrames                obs: pixel-wise max of this frame and the previous one
     FrameSkip(skip=4)               one agent step = 4 frames; reward summed; obs of the last frame
     RecordGameStatistics            info["episode"] = raw score, length, time of each full game
     EpisodicLife                    terminated=True at every life loss; reset continues the game
-    FireReset                       reset: press FIRE (games that wait for it, e.g. Breakout)
     GrayscaleResize(84)             obs: uint8 (84, 84) gray
     FrameStack(4)                   obs: uint8 (4, 84, 84), oldest frame first
     ClipReward                      reward: sign(r) in {-1.0, 0.0, 1.0}
+
+These are the semantics of ale-py's C++ vector env (the ``"native"`` backend), so every
+backend of :func:`course_lib.nature_dqn_env` plays the same episodes: the emulator never plays
+a step the agent did not choose once a game has started (FIRE and no-ops only start a new game;
+after a life loss the game goes on with the agent's next action), so a game's length ``"l"`` is
+exactly the number of the agent's ``step`` calls. A reset says whether a new game started:
+``info["new_game"]`` is ``True`` after a real reset, ``False`` after a life loss.
 
 Pitfalls the order avoids:
 
 * the max must see raw consecutive frames, so it sits *inside* the frame skip (the frame skip
   returns the last max, that is ``max(frame[3], frame[4])``);
 * the statistics must see the raw reward and the real end of the game, so they sit *above* the
-  frame skip (lengths count agent steps) but *below* EpisodicLife and ClipReward;
-* FireReset sits above EpisodicLife, so FIRE is pressed again after every lost life, when
-  Breakout waits for a new ball.
+  frame skip and the reset-time FIRE and no-ops, but *below* EpisodicLife and ClipReward.
 
 Every wrapper reads the emulator through ``env.unwrapped`` (``ale.lives()``,
-``get_action_meanings()``, ``np_random``), which the fake env of the tests provides as well.
+``get_action_meanings()``, ``np_random``), which the tests' fake env has too.
 """
 
 from __future__ import annotations
@@ -36,25 +41,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from .atari_ids import resolve_env_id
-
-__all__ = [
-    "ClipReward",
-    "EpisodicLife",
-    "FireReset",
-    "FrameSkip",
-    "FrameStack",
-    "GrayscaleResize",
-    "MaxLastTwoFrames",
-    "NoopReset",
-    "RecordGameStatistics",
-    "SeedFirstReset",
-    "make_atari_env",
-    "wrap_atari",
-]
+__all__ = ["ClipReward", "EpisodicLife", "FireReset", "FrameSkip", "FrameStack"]
+__all__ += ["GrayscaleResize", "MaxLastTwoFrames", "NoopReset", "RecordGameStatistics"]
 
 StepReturn = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
 ResetReturn = tuple[Any, dict[str, Any]]
+
+#: Reset-info key: ``True`` after a real reset (new game), ``False`` after a life loss.
+NEW_GAME = "new_game"
 
 
 def _check_int(name: str, value: Any, minimum: int, fix: str) -> int:
@@ -65,7 +59,55 @@ def _check_int(name: str, value: Any, minimum: int, fix: str) -> int:
 
 
 def _lives(env: gym.Env) -> int:
-    return int(env.unwrapped.ale.lives())
+    return int(env.unwrapped.ale.lives())  # the emulator's count, through every wrapper
+
+
+def _is_new_game(info: dict[str, Any]) -> bool:
+    """Did the reset that returned ``info`` start a new game? (``True`` without EpisodicLife.)"""
+    return bool(info.get(NEW_GAME, True))
+
+
+class FireReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Reset: after a real reset (a new game), press FIRE once; never after a lost life.
+
+    Breakout (and a few others) wait for FIRE before serving the first ball; an untrained agent
+    could spend thousands of steps before it presses it. In games that do not need it, one FIRE
+    at the start is harmless. The FIRE frame's reward is dropped (it is 0 in practice) and it is
+    not counted in the game's length: it happens before the game, like the no-op start.
+
+    Note: after a **lost life** the agent has to press FIRE itself to get a new ball in Breakout
+    (FIRE is one of its 4 actions; a random policy presses it every 4th step), exactly as with
+    ale-py's vector env, whose FIRE reset only acts at the start of a game. The kit does the
+    same so that every backend plays the same episodes: a FIRE pressed for the agent would be a
+    step it never chose, hidden from learning, and game lengths would differ between backends.
+    :func:`~course_lib.atari_env.wrap_atari` puts it directly on the emulator (one FIRE frame,
+    then the no-ops, as ale-py); above :class:`EpisodicLife` it skips ``new_game=False`` resets.
+    If the FIRE ends the game (it practically never does), the env is reset again.
+    """
+
+    def __init__(self, env: gym.Env):
+        gym.utils.RecordConstructorArgs.__init__(self)
+        super().__init__(env)
+        meanings = env.unwrapped.get_action_meanings()
+        if "FIRE" not in meanings:
+            raise ValueError(
+                f"FireReset needs a 'FIRE' action, but this game's actions are {meanings}: "
+                f"do not wrap it with FireReset."
+            )
+        self.fire_action = meanings.index("FIRE")
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> ResetReturn:
+        obs, info = self.env.reset(seed=seed, options=options)
+        if not _is_new_game(info):
+            return obs, info  # a life was lost: the game goes on, the agent fires itself
+        for _ in range(3):
+            obs, _, terminated, truncated, step_info = self.env.step(self.fire_action)
+            if not (terminated or truncated):
+                return obs, {**info, **step_info}
+            obs, info = self.env.reset(options=options)  # FIRE ended the game: start again
+        return obs, info
 
 
 class NoopReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -158,15 +200,17 @@ class RecordGameStatistics(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Info: when a full game ends, ``info["episode"] = {"r": score, "l": steps, "t": seconds}``.
 
     A *full game* ends when the emulator says so (all lives lost: ``terminated``) or when it is
-    cut (``truncated``). ``"r"`` is the raw, unclipped game score (a float: the number to compare
-    with published results), ``"l"`` the number of agent steps (``step`` calls on this wrapper),
-    ``"t"`` the seconds since the game's reset. This is the single-env form of gymnasium's
-    ``RecordEpisodeStatistics``; the env batches turn it into ``infos["episode"]["r"][i]``.
+    cut (``truncated``). ``"r"`` is the raw, unclipped game score over all lives (a float: the
+    number to compare with published results), ``"l"`` the number of agent steps (``step``
+    calls on this wrapper), ``"t"`` the seconds since the game's reset. This is the single-env
+    form of gymnasium's ``RecordEpisodeStatistics``; the env batches turn it into
+    ``infos["episode"]["r"][i]``.
 
-    Note: it must sit below :class:`EpisodicLife` (which ends an *episode* at every life loss)
-    and below :class:`ClipReward`, and above :class:`FrameSkip`. The steps that EpisodicLife and
-    FireReset play on the agent's behalf (a no-op after a life loss, FIRE) count as game steps;
-    the no-op start of :class:`NoopReset` happens before the game and is not counted.
+    Note: it sits below :class:`EpisodicLife` (which ends an *episode* at every life loss and
+    continues the game without calling this ``reset``) and :class:`ClipReward`, and above
+    :class:`FrameSkip`, :class:`NoopReset` and :class:`FireReset`, whose FIRE and no-ops come
+    before the game. So ``"l"`` is exactly the number of the agent's ``step`` calls in the
+    game, the same number as ale-py's vector env reports.
     """
 
     def __init__(self, env: gym.Env):
@@ -197,14 +241,17 @@ class RecordGameStatistics(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
 
 class EpisodicLife(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Terminated: ``True`` when a life is lost; reset: continue the same game after a life loss.
+    """Terminated: ``True`` when a life is lost; reset: after a life loss, continue the game.
 
     The Nature DQN ends the *learning* episode at each lost life, so the value of a state just
     before a death is not bootstrapped from the next life: losing a life becomes visibly bad.
-    The *game* goes on: the ``reset()`` that follows a life loss plays one NOOP step and returns
-    its observation instead of restarting the emulator. A real reset happens when the game is
-    over (all lives lost, or truncation), on the first reset, and on any ``reset(seed=...)`` or
-    ``reset(options=...)``. ``info["lives"]`` keeps the emulator's lives count.
+    The *game* goes on: the ``reset()`` that follows a life loss does **not** touch the
+    emulator; it returns the observation and info of the life-loss step again (stored), with
+    ``info["new_game"] = False``. The agent's next ``step`` continues the game from there.
+    A real reset (``info["new_game"] = True``) happens when the game is over (all lives lost,
+    or truncation), on the first reset, and on any ``reset(seed=...)`` or
+    ``reset(options=...)``. This is ale-py's vector env with ``life_loss_info=True,
+    episodic_life=False``: after a lost life it just keeps playing the agent's actions.
 
     Note: a life loss that takes the last life is left to the emulator's own ``terminated``
     (some games show 0 lives a few frames before the game is over).
@@ -214,7 +261,8 @@ class EpisodicLife(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.utils.RecordConstructorArgs.__init__(self)
         super().__init__(env)
         self._lives = 0
-        self._continue_game = False
+        # (obs, info) of a life-loss step while the game goes on, else None.
+        self._continuation: ResetReturn | None = None
 
     def step(self, action: Any) -> StepReturn:
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -222,63 +270,20 @@ class EpisodicLife(gym.Wrapper, gym.utils.RecordConstructorArgs):
         life_lost = 0 < lives < self._lives
         self._lives = lives
         # Continue on the next reset only if the game itself is not over.
-        self._continue_game = life_lost and not (terminated or truncated)
+        game_goes_on = life_lost and not (terminated or truncated)
+        self._continuation = (obs, dict(info)) if game_goes_on else None
         return obs, reward, terminated or life_lost, truncated, info
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> ResetReturn:
-        if self._continue_game and seed is None and options is None:
-            self._continue_game = False
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if not (terminated or truncated):
-                self._lives = _lives(self.env)
-                return obs, info
-            # The game ended during the no-op: start a new one (keeping the statistics).
-            game_end_info = info
-            obs, info = self.env.reset()
-            info = {**game_end_info, **info}
-        else:
-            obs, info = self.env.reset(seed=seed, options=options)
-        self._continue_game = False
-        self._lives = _lives(self.env)
-        return obs, info
-
-
-class FireReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Reset: press FIRE once after each reset, for games whose actions include FIRE.
-
-    Breakout (and a few others) wait for FIRE before the ball is served; an untrained agent
-    could spend thousands of steps before it presses it. Above :class:`EpisodicLife`, FIRE is
-    pressed after every reset *including* the continuation after a lost life, when Breakout
-    waits for a new ball. In games that do not need it, one FIRE at the start is harmless.
-    The FIRE step's reward is not given to the agent (it still counts in the game score).
-    If the FIRE step ends the episode, the env is reset again (at most a few times).
-    """
-
-    def __init__(self, env: gym.Env):
-        gym.utils.RecordConstructorArgs.__init__(self)
-        super().__init__(env)
-        meanings = env.unwrapped.get_action_meanings()
-        if "FIRE" not in meanings:
-            raise ValueError(
-                f"FireReset needs a 'FIRE' action, but this game's actions are {meanings}: "
-                f"do not wrap it with FireReset."
-            )
-        self.fire_action = meanings.index("FIRE")
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> ResetReturn:
+        continuation, self._continuation = self._continuation, None
+        if continuation is not None and seed is None and options is None:
+            obs, info = continuation
+            return obs, {**info, NEW_GAME: False}
         obs, info = self.env.reset(seed=seed, options=options)
-        for _ in range(3):
-            obs, _, terminated, truncated, step_info = self.env.step(self.fire_action)
-            if not (terminated or truncated):
-                return obs, {**info, **step_info}
-            # FIRE ended the episode: reset again, keeping a finished game's statistics.
-            obs, info = self.env.reset()
-            info = {**step_info, **info}
-        return obs, info
+        self._lives = _lives(self.env)
+        return obs, {**info, NEW_GAME: True}
 
 
 class GrayscaleResize(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
@@ -312,8 +317,13 @@ class FrameStack(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     One frame has no motion (where is the ball going?); four consecutive frames do. Channels
     come first because ``torch.nn.Conv2d`` expects ``(C, H, W)``: ``obs[-1]`` is the newest
-    frame. At reset every slot is filled with the first frame, so a new episode never shows
-    frames of the previous one (including the continuation after a lost life).
+    frame. Resets (as ale-py's vector env does):
+
+    * a **new game** (``info["new_game"]`` missing or ``True``): ``n - 1`` black (zero) frames,
+      then the first frame, so a new game never shows frames of the previous one;
+    * a **lost life** (``info["new_game"] is False``, from :class:`EpisodicLife`): the stack is
+      kept unchanged; the observation is the one of the life-loss step, and the next step
+      shifts in the next frame of the same game.
     """
 
     def __init__(self, env: gym.Env, n: int = 4):
@@ -332,7 +342,9 @@ class FrameStack(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> ResetReturn:
         obs, info = self.env.reset(seed=seed, options=options)
-        self._frames[:] = obs  # broadcast the first frame into every slot
+        if _is_new_game(info):
+            self._frames[:-1] = 0  # black frames: nothing of the previous game
+            self._frames[-1] = obs
         return self._frames.copy(), info
 
     def step(self, action: Any) -> StepReturn:
@@ -358,117 +370,14 @@ class ClipReward(gym.RewardWrapper, gym.utils.RecordConstructorArgs):
         return float(np.sign(float(reward)))
 
 
-class SeedFirstReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Reset: the first ``reset()`` without a seed uses ``seed``; later resets continue the RNG.
-
-    This gives ``nature_dqn_env(env_id, seed=s)`` its meaning without a hidden reset at
-    construction time: the user's own first ``reset()`` is the seeded one, and a seed passed
-    explicitly to that first reset wins. The action space is seeded too, so
-    ``env.action_space.sample()`` is reproducible.
-    """
-
-    def __init__(self, env: gym.Env, seed: int):
-        gym.utils.RecordConstructorArgs.__init__(self, seed=seed)
-        super().__init__(env)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise ValueError(f"`seed` must be an int or None, got {seed!r}.")
-        self._pending_seed: int | None = int(seed)
-        self.action_space.seed(int(seed))
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> ResetReturn:
-        if seed is None:
-            seed = self._pending_seed
-        self._pending_seed = None
-        return self.env.reset(seed=seed, options=options)
+# Moved to course_lib.atari_env (which imports this module), still importable from here for
+# older notebooks; looked up on first use (PEP 562), so no import order makes a cycle.
+_MOVED_TO_ATARI_ENV = ("SeedFirstReset", "make_atari_env", "wrap_atari")
 
 
-def _check_stack_args(
-    clip_reward: bool, summaries: bool, noop_max: int, frame_skip: int, frame_stack: int
-) -> None:
-    """Check the arguments of :func:`wrap_atari` before anything is built."""
-    for name, flag in (("clip_reward", clip_reward), ("summaries", summaries)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise ValueError(f"`{name}` must be True or False, got {flag!r}.")
-    _check_int("noop_max", noop_max, 0, "use 0 to turn no-op starts off")
-    _check_int("frame_skip", frame_skip, 1, "use 4 as in the Nature DQN, 1 to turn off")
-    _check_int("frame_stack", frame_stack, 1, "use 4 as in the Nature DQN, 1 to turn off")
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_ATARI_ENV:
+        from . import atari_env
 
-
-def wrap_atari(
-    env: gym.Env,
-    *,
-    clip_reward: bool = True,
-    summaries: bool = True,
-    noop_max: int = 30,
-    frame_skip: int = 4,
-    frame_stack: int = 4,
-) -> gym.Env:
-    """Wrap an emulator env (one RGB frame per step) in the Nature-DQN stack, in order.
-
-    :func:`make_atari_env` calls it on ``gym.make(env_id)``; the tests call it on a fake env.
-    FireReset is added only when the game has a FIRE action. Arguments as in
-    :func:`make_atari_env`.
-    """
-    _check_stack_args(clip_reward, summaries, noop_max, frame_skip, frame_stack)
-    env = NoopReset(env, noop_max=noop_max)
-    env = MaxLastTwoFrames(env)
-    env = FrameSkip(env, skip=frame_skip)
-    if summaries:
-        env = RecordGameStatistics(env)
-    env = EpisodicLife(env)
-    if "FIRE" in env.unwrapped.get_action_meanings():
-        env = FireReset(env)
-    env = GrayscaleResize(env, size=84)
-    env = FrameStack(env, n=frame_stack)
-    if clip_reward:
-        env = ClipReward(env)
-    return env
-
-
-def make_atari_env(
-    env_id: str,
-    *,
-    clip_reward: bool = True,
-    summaries: bool = True,
-    noop_max: int = 30,
-    frame_skip: int = 4,
-    frame_stack: int = 4,
-    render_mode: str | None = None,
-) -> gym.Env:
-    """Make one Atari env with the Nature-DQN preprocessing: obs ``uint8 (frame_stack, 84, 84)``.
-
-    A module-level function, so that ``functools.partial(make_atari_env, env_id, ...)`` can be
-    pickled and sent to worker processes (``spawn`` start method).
-
-    Args:
-        env_id: e.g. ``"SpaceInvadersNoFrameskip-v4"``; checked by
-            :func:`course_lib.atari_ids.resolve_env_id`.
-        clip_reward: clip the reward to {-1.0, 0.0, 1.0} (:class:`ClipReward`).
-        summaries: report each full game in ``info["episode"]`` (:class:`RecordGameStatistics`).
-        noop_max: up to this many random no-op frames after a real reset; 0 turns it off.
-        frame_skip: emulator frames per agent step (4 in the Nature DQN).
-        frame_stack: frames per observation (4 in the Nature DQN).
-        render_mode: passed to ``gym.make``; ``"rgb_array"`` makes ``env.render()`` return the
-            raw RGB frame ``(210, 160, 3)`` for videos.
-
-    Raises:
-        ValueError: a bad env id (the message says which id to use) or a bad argument.
-    """
-    game = resolve_env_id(env_id)
-    _check_stack_args(clip_reward, summaries, noop_max, frame_skip, frame_stack)
-    if render_mode not in (None, "rgb_array", "human"):
-        raise ValueError(
-            f"`render_mode` must be None, 'rgb_array' (frames for videos) or 'human', "
-            f"got {render_mode!r}."
-        )
-    env = gym.make(game.env_id, render_mode=render_mode)
-    return wrap_atari(
-        env,
-        clip_reward=clip_reward,
-        summaries=summaries,
-        noop_max=noop_max,
-        frame_skip=frame_skip,
-        frame_stack=frame_stack,
-    )
+        return getattr(atari_env, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

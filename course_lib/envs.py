@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import functools
 
+from .atari_env import SeedFirstReset, make_atari_env
 from .atari_ids import resolve_env_id
-from .atari_wrappers import SeedFirstReset, make_atari_env
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "nature_dqn_env"]
 

@@ -194,7 +194,7 @@ def record_video(
         raise ValueError(f"`frames` must be 'auto', 'render' or 'obs', got {frames!r}.")
     owns_env = isinstance(env, str)
     if owns_env:
-        from .atari_wrappers import make_atari_env
+        from .atari_env import make_atari_env
 
         env = make_atari_env(env, clip_reward=False, render_mode="rgb_array")
     if getattr(env, "num_envs", None) is not None:

@@ -13,14 +13,8 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
 from course_lib import nature_dqn_env
-from course_lib.atari_wrappers import (
-    FrameSkip,
-    FrameStack,
-    GrayscaleResize,
-    MaxLastTwoFrames,
-    make_atari_env,
-    wrap_atari,
-)
+from course_lib.atari_env import make_atari_env, wrap_atari
+from course_lib.atari_wrappers import FrameSkip, FrameStack, GrayscaleResize, MaxLastTwoFrames
 
 pytestmark = pytest.mark.rom
 GAMES = ["BreakoutNoFrameskip-v4", "SpaceInvadersNoFrameskip-v4", "PongNoFrameskip-v4"]
@@ -112,7 +106,7 @@ def test_preprocessing_matches_gymnasium_atari_preprocessing(env_id):
     """Does our stack see what gymnasium's AtariPreprocessing + FrameStackObservation see?
 
     Both sides: no no-op start, 4-frame skip, no fire reset, no episodic life, 84x84 gray,
-    4 frames stacked with the first frame repeated at reset. Intended differences:
+    4 frames stacked, padded with black frames at reset. Intended differences:
 
     * we take the max over the last two **RGB** frames and then convert to gray; gymnasium
       converts each frame to gray with ALE's palette and takes the max of the grays. The
@@ -126,7 +120,9 @@ def test_preprocessing_matches_gymnasium_atari_preprocessing(env_id):
     """
     ours = FrameStack(GrayscaleResize(FrameSkip(MaxLastTwoFrames(gym.make(env_id)), 4)), 4)
     theirs = FrameStackObservation(
-        AtariPreprocessing(gym.make(env_id), noop_max=0, frame_skip=4, screen_size=84), 4
+        AtariPreprocessing(gym.make(env_id), noop_max=0, frame_skip=4, screen_size=84),
+        4,
+        padding_type="zero",
     )
     obs_ours, _ = ours.reset(seed=3)
     obs_theirs, _ = theirs.reset(seed=3)
@@ -193,3 +189,35 @@ def test_reported_game_score_is_the_sum_of_the_raw_emulator_rewards(env_id, max_
     else:
         assert truncated and not terminated
         assert report["l"] * 4 >= max_frames - 30 - 4  # lasted until the cap (minus no-ops)
+
+
+def test_breakout_life_loss_continues_the_game_without_fire_and_keeps_the_stack():
+    """Real ROM: does a lost life end the episode while the emulator and the stack go on?
+
+    Checked on the ALE itself: the reset after a life loss plays no frame (the episode frame
+    counter does not move, no FIRE), returns the life-loss observation again, and a new game
+    starts with 3 black frames and FIRE (the ball is served by the wrapper only then).
+    """
+    env = make_atari_env("BreakoutNoFrameskip-v4", clip_reward=False, noop_max=0)
+    ale = env.unwrapped.ale
+    obs, info = env.reset(seed=0)
+    assert info["new_game"] is True and info["lives"] == 5
+    assert not obs[:3].any() and obs[3].any(), "a new game: 3 black frames, then the first"
+    assert ale.getEpisodeFrameNumber() == 1, "one FIRE frame, no no-op"
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        obs, _, terminated, truncated, info = env.step(int(rng.integers(4)))
+        if terminated:
+            break
+    else:
+        pytest.fail("a random Breakout player kept its first life for 300 steps")
+    assert info["lives"] == 4 and not truncated and "episode" not in info
+    frame = ale.getEpisodeFrameNumber()
+    reset_obs, reset_info = env.reset()
+    assert reset_info["new_game"] is False and reset_info["lives"] == 4
+    assert ale.getEpisodeFrameNumber() == frame, "the reset after a life loss plays nothing"
+    assert np.array_equal(reset_obs, obs), "the same view: the stack is kept, not refilled"
+    next_obs, *_ = env.step(0)
+    assert np.array_equal(next_obs[:3], obs[1:]), "the stack goes on shifting"
+    assert ale.getEpisodeFrameNumber() == frame + 4
+    env.close()

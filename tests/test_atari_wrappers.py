@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from course_lib import atari_wrappers
+from course_lib.atari_env import SeedFirstReset, wrap_atari
 from course_lib.atari_wrappers import (
     ClipReward,
     EpisodicLife,
@@ -19,8 +21,6 @@ from course_lib.atari_wrappers import (
     MaxLastTwoFrames,
     NoopReset,
     RecordGameStatistics,
-    SeedFirstReset,
-    wrap_atari,
 )
 from tests.fake_atari import MEANINGS_NO_FIRE, FakeAtariEnv, decode_rgb
 
@@ -147,16 +147,17 @@ def test_statistics_report_the_raw_score_over_all_lives_once_per_game():
     )
     env = ClipReward(EpisodicLife(RecordGameStatistics(fake)))
     env.reset(seed=0)
-    steps = _play(env, 4)
-    # step 1: +5; step 2: life lost -> terminated; reset plays frame 3 (+10) as a no-op;
-    # step 3 = frame 4: life lost; reset plays frame 5 (+100); step 4 = frame 6: game over.
-    assert [s[1] for s in steps] == [False, True, True, True]
-    assert [s[0] for s in steps] == [1.0, 0.0, 0.0, 1.0]  # clipped for learning
+    steps = _play(env, 6)
+    # Two real resets (the first, and the autoreset after the game over) and 6 frames, one per
+    # agent step: the resets after the life losses (frames 2, 4) play nothing.
+    assert fake.n_resets == 2 and fake.frame_number == 2 + 6
+    assert [s[1] for s in steps] == [False, True, False, True, False, True]
+    assert [s[0] for s in steps] == [1.0, 0.0, 1.0, 0.0, 1.0, 1.0]  # clipped for learning
     reports = [s[3]["episode"] for s in steps if "episode" in s[3]]
     assert len(reports) == 1 and "episode" in steps[-1][3]
     (report,) = reports
     assert report["r"] == 1115.0 and isinstance(report["r"], float)
-    assert report["l"] == 6 and isinstance(report["l"], int)  # 4 agent steps + 2 no-ops
+    assert report["l"] == 6 and isinstance(report["l"], int)  # exactly the 6 agent steps
     assert isinstance(report["t"], float) and report["t"] >= 0.0
 
 
@@ -179,18 +180,35 @@ def test_statistics_count_agent_steps_above_the_frame_skip():
     assert steps[-1][3]["episode"]["r"] == 5.0
 
 
-def test_life_loss_terminates_and_the_next_reset_continues_the_game_with_a_noop():
-    fake = FakeAtariEnv(lives=3, life_loss_frames={2}, action_meanings=MEANINGS_NO_FIRE)
+def test_life_loss_reset_returns_the_stored_step_without_touching_the_emulator():
+    """After a life loss, does reset() give back the life-loss step's obs and info, no step?"""
+    fake = FakeAtariEnv(lives=3, life_loss_frames={2}, rgb=False, action_meanings=MEANINGS_NO_FIRE)
     env = EpisodicLife(fake)
-    env.reset(seed=0)
+    _, info = env.reset(seed=0)
+    assert info["new_game"] is True
     _, _, terminated, truncated, info = env.step(1)
     assert not terminated and info["lives"] == 3
-    _, _, terminated, truncated, info = env.step(1)
+    obs, _, terminated, truncated, info = env.step(1)
     assert terminated and not truncated and info["lives"] == 2
+    frame_number = fake.frame_number
+    reset_obs, reset_info = env.reset()
+    assert fake.n_resets == 1 and fake.actions == [1, 1]  # same game, no step played
+    assert fake.frame_number == frame_number
+    assert np.array_equal(reset_obs, obs)
+    assert reset_info == {**info, "new_game": False}
+    env.step(1)  # the agent's next step continues the game at frame 3
+    assert fake.episode_frame == 3 and fake.actions == [1, 1, 1]
+
+
+def test_the_continuation_keeps_the_game_statistics_running():
+    """A life-loss reset must not reach RecordGameStatistics.reset (it would zero the game)."""
+    fake = FakeAtariEnv(lives=2, rewards={1: 3.0, 2: 4.0}, life_loss_frames={1, 2})
+    env = EpisodicLife(RecordGameStatistics(fake))
+    env.reset(seed=0)
+    assert env.step(2)[2]  # frame 1: +3, first life lost
     env.reset()
-    assert fake.n_resets == 1  # the emulator was not reset: same game
-    assert fake.actions == [1, 1, 0]  # one no-op continued it
-    assert fake.episode_frame == 3
+    *_, terminated, _, info = env.step(2)  # frame 2: +4, the last life: game over
+    assert terminated and info["episode"]["r"] == 7.0 and info["episode"]["l"] == 2
 
 
 def test_real_game_over_gives_a_real_reset():
@@ -198,21 +216,12 @@ def test_real_game_over_gives_a_real_reset():
     env = EpisodicLife(fake)
     env.reset(seed=0)
     assert env.step(1)[2]  # frame 1: first life lost
-    env.reset()  # frame 2: the no-op
+    assert env.reset()[1]["new_game"] is False
+    assert not env.step(1)[2]  # frame 2
     _, _, terminated, _, info = env.step(1)  # frame 3: last life lost, the game is over
     assert fake.n_resets == 1 and info["lives"] == 0 and terminated
-    env.reset()
-    assert fake.n_resets == 2 and fake.actions == []
-
-
-def test_a_game_that_ends_during_the_continuation_noop_is_restarted_and_reported():
-    fake = FakeAtariEnv(lives=2, life_loss_frames={1, 2}, action_meanings=MEANINGS_NO_FIRE)
-    env = EpisodicLife(RecordGameStatistics(fake))
-    env.reset(seed=0)
-    assert env.step(1)[2]
-    _, info = env.reset()  # the no-op (frame 2) takes the last life
-    assert fake.n_resets == 2 and fake.actions == []
-    assert info["episode"]["l"] == 2  # the finished game's report is not lost
+    _, info = env.reset()
+    assert fake.n_resets == 2 and fake.actions == [] and info["new_game"] is True
 
 
 def test_episodic_life_reset_with_a_seed_restarts_the_game():
@@ -220,8 +229,9 @@ def test_episodic_life_reset_with_a_seed_restarts_the_game():
     env = EpisodicLife(fake)
     env.reset(seed=0)
     assert env.step(2)[2]
-    env.reset(seed=1)  # a seed always starts a new game, even after a lost life
+    _, info = env.reset(seed=1)  # a seed always starts a new game, even after a lost life
     assert fake.n_resets == 2 and fake.actions == [] and fake.ale.lives() == 3
+    assert info["new_game"] is True
 
 
 def test_truncation_with_lives_left_gives_a_real_reset():
@@ -248,16 +258,21 @@ def test_losing_the_last_life_is_left_to_the_emulator():
 # --------------------------------------------------------------------------- FireReset
 
 
-def test_fire_is_pressed_after_reset_and_after_each_lost_life():
-    fake = FakeAtariEnv(lives=3, life_loss_frames={3})
+def test_fire_is_pressed_after_a_real_reset_only_never_after_a_lost_life():
+    """Above EpisodicLife: FIRE at a new game; after a life loss the agent must fire itself."""
+    fake = FakeAtariEnv(lives=2, life_loss_frames={3, 5})
     env = FireReset(EpisodicLife(fake))
-    env.reset(seed=0)
-    assert fake.actions == [1]  # FIRE, frame 1
+    _, info = env.reset(seed=0)
+    assert fake.actions == [1] and info["new_game"] is True  # FIRE, frame 1
     assert env.step(2)[2] is False
     assert env.step(2)[2] is True  # frame 3: life lost
+    _, info = env.reset()
+    assert fake.actions == [1, 2, 2] and info["new_game"] is False  # no FIRE, no no-op
+    assert env.step(2)[2] is False  # frame 4: the agent's next step goes on with the game
+    assert env.step(2)[2] is True  # frame 5: the last life, game over
+    assert fake.actions == [1, 2, 2, 2, 2]
     env.reset()
-    assert fake.actions == [1, 2, 2, 0, 1]  # the no-op continuation, then FIRE again
-    assert fake.n_resets == 1
+    assert fake.n_resets == 2 and fake.actions == [1]  # a new game: FIRE again
 
 
 def test_fire_reset_resets_again_if_fire_ends_the_game():
@@ -282,6 +297,24 @@ def test_the_stack_adds_fire_reset_only_for_games_with_fire(meanings, has_fire):
     assert (FireReset in wrapper_types) == has_fire
 
 
+def test_the_stack_plays_fire_then_the_noops_at_a_new_game_and_nothing_at_a_life_loss():
+    """As ale-py's vector env: one FIRE frame first, then the no-ops; never after a life loss."""
+    fake = FakeAtariEnv(frame_shape=(210, 160), lives=2, life_loss_frames={20})
+    env = wrap_atari(fake, noop_max=3)
+    env.reset(seed=0)
+    n_noops = len(fake.actions) - 1
+    assert fake.actions == [1] + [0] * n_noops and 1 <= n_noops <= 3
+    terminated = False
+    while not terminated:  # 4 frames a step until frame 20 takes a life
+        terminated = env.step(2)[2]
+    played = list(fake.actions)
+    env.reset()
+    assert fake.actions == played and fake.n_resets == 1
+
+
+# ------------------------------------------------------------ GrayscaleResize, FrameStack
+
+
 # ------------------------------------------------------------ GrayscaleResize, FrameStack
 
 
@@ -301,23 +334,39 @@ def test_grayscale_resize_refuses_gray_frames():
         GrayscaleResize(FakeAtariEnv(rgb=False))
 
 
-def test_frame_stack_is_channels_first_oldest_first_and_cleared_at_reset():
+def test_frame_stack_is_channels_first_oldest_first_and_black_padded_at_a_new_game():
     fake = FakeAtariEnv(rgb=False, truncate_frame=3)
     env = FrameStack(fake, n=4)
     assert env.observation_space == gym.spaces.Box(0, 255, (4, 6, 5), np.uint8)
     obs, _ = env.reset(seed=0)
     c = fake.frame_number
     assert obs.shape == (4, 6, 5) and obs.dtype == np.uint8
-    assert obs[:, 0, 0].tolist() == [c] * 4  # the first frame repeated
+    assert obs[:, 0, 0].tolist() == [0, 0, 0, c]  # black frames, then the first frame
+    assert not obs[:3].any()
     first = obs
     obs, *_ = env.step(0)
     obs, *_ = env.step(0)
-    assert obs[:, 0, 0].tolist() == [c, c, c + 1, c + 2]
-    assert first[:, 0, 0].tolist() == [c] * 4  # earlier observations are not overwritten
+    assert obs[:, 0, 0].tolist() == [0, c, c + 1, c + 2]
+    assert first[:, 0, 0].tolist() == [0, 0, 0, c]  # earlier observations are not overwritten
     *_, truncated, _ = env.step(0)
     assert truncated
     obs, _ = env.reset()
-    assert obs[:, 0, 0].tolist() == [c + 4] * 4  # nothing of the previous episode
+    assert obs[:, 0, 0].tolist() == [0, 0, 0, c + 4]  # nothing of the previous episode
+
+
+def test_frame_stack_is_kept_unchanged_when_a_life_loss_continues_the_game():
+    fake = FakeAtariEnv(rgb=False, lives=3, life_loss_frames={2})
+    env = FrameStack(EpisodicLife(fake), n=4)
+    env.reset(seed=0)
+    c = fake.frame_number
+    env.step(0)
+    obs, _, terminated, *_ = env.step(0)
+    assert terminated and obs[:, 0, 0].tolist() == [0, c, c + 1, c + 2]
+    reset_obs, info = env.reset()
+    assert info["new_game"] is False
+    assert np.array_equal(reset_obs, obs)  # the same view: not refilled, not blanked
+    obs, *_ = env.step(0)
+    assert obs[:, 0, 0].tolist() == [c, c + 1, c + 2, c + 3]  # and it goes on shifting
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5])
@@ -365,9 +414,10 @@ def test_full_stack_reports_raw_score_while_learning_rewards_are_clipped():
     )
     env = wrap_atari(fake, noop_max=0)
     obs, _ = env.reset(seed=0)
-    rewards, reports, n_terminated = [], [], 0
+    rewards, reports, n_terminated, n_steps = [], [], 0, 0
     for _ in range(10):
         obs, reward, terminated, truncated, info = env.step(2)
+        n_steps += 1
         assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
         rewards.append(reward)
         reports += [info["episode"]] if "episode" in info else []
@@ -379,6 +429,29 @@ def test_full_stack_reports_raw_score_while_learning_rewards_are_clipped():
     assert n_terminated == 2  # one lost life, then the game
     assert sorted(set(rewards)) == [0.0, 1.0]
     assert [r["r"] for r in reports] == [80.0]
+    assert [r["l"] for r in reports] == [n_steps] == [4]  # frames 1-4, 5-8 (life), 9-12, 13-16
+    assert fake.n_resets == 1 and len(fake.actions) == 16  # only the agent's 4 x 4 frames
+
+
+def test_full_stack_game_length_counts_only_agent_steps_with_fire_and_noops():
+    """With FIRE and no-op starts, is `l` still exactly the number of step() calls?"""
+    fake = FakeAtariEnv(frame_shape=(210, 160), lives=3, life_loss_frames={10, 30, 50})
+    env = wrap_atari(fake, noop_max=5)
+    env.reset(seed=1)
+    start_frames = len(fake.actions)  # FIRE + no-ops, played before the game
+    n_steps, n_terminated = 0, 0
+    while True:
+        *_, terminated, truncated, info = env.step(3)
+        n_steps += 1
+        n_terminated += terminated
+        if "episode" in info:
+            break
+        if terminated or truncated:
+            env.reset()
+    assert n_terminated == 3 and info["episode"]["l"] == n_steps
+    # frame 50 ends the game: 4 frames a step, the last step cut short; nothing else played
+    assert fake.n_resets == 1 and fake.episode_frame == len(fake.actions) == 50
+    assert n_steps == -(-(50 - start_frames) // 4)
 
 
 @pytest.mark.parametrize(
@@ -427,3 +500,19 @@ def test_seed_first_reset_seeds_the_action_space():
 def test_seed_first_reset_rejects_a_non_int_seed():
     with pytest.raises(ValueError, match=r"`seed` must be an int or None, got '1'"):
         SeedFirstReset(FakeAtariEnv(), seed="1")
+
+
+# ------------------------------------------------------------------- module split
+
+
+@pytest.mark.parametrize("name", ["SeedFirstReset", "make_atari_env", "wrap_atari"])
+def test_names_moved_to_atari_env_are_still_importable_from_atari_wrappers(name):
+    """Do old imports (`from course_lib.atari_wrappers import make_atari_env`) still work?"""
+    from course_lib import atari_env
+
+    assert getattr(atari_wrappers, name) is getattr(atari_env, name)
+
+
+def test_an_unknown_name_of_atari_wrappers_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="has no attribute 'make_env'"):
+        atari_wrappers.make_env  # noqa: B018

@@ -4,15 +4,21 @@ Each test runs once per backend ("native", "subprocess", "sequential") and plays
 agent steps with random actions. The ground truth is the raw reward the batch itself returns
 with ``clip_reward=False``, summed per env between two game ends, and the number of lives a
 game has (Breakout 5, Space Invaders 3): a reported score must cover a whole game, never a life.
+The last test plays a Python batch and the native one side by side: same games, step for step.
 """
 
 from __future__ import annotations
+
+import functools
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
 from course_lib import BACKENDS, DEFAULT_BACKEND, nature_dqn_env
+from course_lib.atari_env import make_atari_env
+from course_lib.env_batch import EnvBatch
+from course_lib.native_batch import NativeAtariBatch
 
 pytestmark = pytest.mark.rom
 
@@ -108,9 +114,9 @@ def test_breakout_scores_are_raw_full_game_sums(backend):
     for game in games:
         assert not game["truncated"]
         assert game["episodes"] == 5, f"a game must span its 5 lives: {game}"
-        # The Python stack plays up to 2 steps itself after each reset (a no-op after a lost
-        # life, FIRE); the game statistics count them, the agent does not see them.
-        assert game["steps"] <= game["l"] <= game["steps"] + 2 * game["episodes"], game
+        # No backend plays a step the agent did not choose (no no-op, no FIRE after a lost
+        # life): the length is exactly the number of the agent's step() calls.
+        assert game["l"] == game["steps"], game
         assert game["r"] == game["seen"], game
     assert any(game["r"] > 0 for game in games)
 
@@ -124,8 +130,51 @@ def test_space_invaders_scores_are_per_game_not_per_life(backend):
     assert len(games) >= 2, f"only {len(games)} Space Invaders games ended in 1500 steps"
     for game in games:
         assert game["episodes"] == 3, f"a game must span its 3 lives: {game}"
-        # Steps the Python stack plays itself after a lost life may score a last alien.
-        assert game["seen"] <= game["r"], game
+        # Every point is scored by one of the agent's steps and returned as its reward.
+        assert game["seen"] == game["r"], game
         assert game["r"] % 5 == 0 and game["r"] > 0, game
-        assert game["steps"] <= game["l"] <= game["steps"] + 2 * game["episodes"], game
+        assert game["l"] == game["steps"], game
         assert game["steps"] > 150, f"a 3-life game lasts hundreds of agent steps: {game}"
+
+
+def test_python_and_native_backends_play_the_very_same_breakout_games():
+    """Same seed, same actions, same start: are the games step for step identical?
+
+    The random no-op starts come from different generators, so both sides start without
+    them: Python ``noop_max=0`` (it turns them off) and native ``noop_max=1`` (it draws
+    0..noop_max-1 no-ops, so 0).
+    Then both press FIRE for one frame at a new game and nothing after a lost life, so the two
+    emulators go through the same frames: same observations (black-padded stack at a new game,
+    the stack kept at a life loss), rewards, flags, game lengths and scores.
+    """
+    seed, nenvs = 4, 2
+    factory = functools.partial(make_atari_env, BREAKOUT, clip_reward=False, noop_max=0)
+    python = EnvBatch([factory] * nenvs, seed=seed)
+    native = NativeAtariBatch(BREAKOUT, nenvs, seed=seed, clip_reward=False, noop_max=1)
+    with python, native:
+        obs_py, _ = python.reset()
+        obs_native, _ = native.reset()
+        np.testing.assert_array_equal(obs_py, obs_native)
+        assert not obs_py[:, :3].any(), "a new game's stack starts with 3 black frames"
+        rng = np.random.default_rng(seed)
+        life_losses, games = np.zeros(nenvs, dtype=int), {"python": [], "native": []}
+        for _ in range(1_000):
+            actions = rng.integers(0, 4, size=nenvs)
+            obs_py, r_py, term_py, trunc_py, info_py = python.step(actions)
+            obs_native, r_native, term_native, trunc_native, info_native = native.step(actions)
+            np.testing.assert_array_equal(r_py, r_native)
+            np.testing.assert_array_equal(term_py, term_native)
+            np.testing.assert_array_equal(trunc_py, trunc_native)
+            np.testing.assert_array_equal(obs_py, obs_native)
+            for name, info in (("python", info_py), ("native", info_native)):
+                for i in np.flatnonzero(info.get("_episode", np.zeros(nenvs, dtype=bool))):
+                    games[name].append((i, info["episode"]["r"][i], info["episode"]["l"][i]))
+            ended = info_native.get("_episode", np.zeros(nenvs, dtype=bool))
+            life_losses += term_native & ~ended
+            for i in np.flatnonzero(ended):
+                assert life_losses[i] == 4, "5 lives: 4 life losses, then the game over"
+                life_losses[i] = 0
+            if len(games["native"]) >= 3:
+                break
+    assert len(games["native"]) >= 3, f"only {games['native']} games ended in 1000 steps"
+    assert games["python"] == games["native"]

@@ -28,31 +28,23 @@ and a game end otherwise (after a reset the lives are back to full and the frame
 restarts near 0). Both tests are needed: the lives alone are fooled by a game that ends by time
 with bonus lives, the frame counter alone by a game over in the first frames.
 
-Differences from the Python wrappers (:func:`course_lib.atari_wrappers.make_atari_env`)
--------------------------------------------------------------------------------------------
-None changes how a score is computed; only the first changes what an agent must learn:
+Differences from the Python wrappers (:func:`course_lib.atari_env.make_atari_env`)
+-------------------------------------------------------------------------------------
+The Python stack was written to follow this backend: no extra step or FIRE after a life loss
+(in Breakout the agent serves the next ball itself, on every backend), the frame stack padded
+with black frames at a new game and carried on across a life loss, lengths in agent steps. With
+the same seeds and no random no-op start, the two play the same games step for step
+(``tests/test_backends_rom.py``). What remains:
 
-* **No FIRE after a life loss.** The Python ``EpisodicLife`` + ``FireReset`` stack resets at a
-  life loss with a no-op step and then presses FIRE; the native env presses FIRE only at the
-  start of a game and otherwise keeps playing the agent's actions. In Breakout the agent must
-  press FIRE itself to serve the next ball (FIRE is one of its 4 actions, and a random policy
-  presses it every 4th step); in Space Invaders nothing changes. The observation returned at a
-  life loss is the next frame of the same game, not a freshly "reset" one.
-* **No-op starts** are 0 to ``noop_max - 1`` single frames, one fewer after the FIRE, which
-  comes first (Python: 1 to ``noop_max`` frames, then FIRE). Both only randomise the start.
-* **Frame stack at a reset** is padded with black frames (Python repeats the first frame),
-  and after a life loss it simply goes on (Python refills it with the frame after the reset).
-  The agent sees the difference only in the first 3 steps of a game or of a life.
-* **Game length** ``"l"`` counts the agent's ``step`` calls only; the Python stack also counts
-  the up to 2 steps it plays itself after each reset (a no-op after a lost life, FIRE), so its
-  lengths are longer by up to 2 steps per life. Scores are the same sums of raw rewards.
+* **No-op starts** are 0 to ``noop_max - 1`` single frames after the FIRE (Python: FIRE, then
+  1 to ``noop_max`` frames). Both only randomise the start; the frames differ, not the rules.
 * **Grayscale and resize** use ALE's own palette-to-luminance table and OpenCV's
-  ``INTER_AREA`` in C++; pixel values may differ by a few grey levels from the Python
-  conversion, which a conv net does not notice.
+  ``INTER_AREA`` in C++ (Python: OpenCV on the RGB frame). No pixel difference was measured
+  over full Breakout and Space Invaders games; a conv net would not notice a few grey levels.
 * The frame cap (``max_episode_frames``, 108000 frames = 30 minutes of play) counts frames
   from the end of the no-op start (Python: from the reset, up to 30 frames earlier). When it
   falls on the step of a life loss, the game is restarted with ``terminated=True,
-  truncated=False``; it is still reported as a finished game.
+  truncated=False`` (Python: both True); it is still reported as a finished game.
 """
 
 from __future__ import annotations

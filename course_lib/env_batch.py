@@ -1,0 +1,325 @@
+"""Env batches: N copies of an env stepped together, with the gymnasium 1.x vector API.
+
+* :class:`EnvBatch` runs the N envs one after the other in this process: slow, but a
+  breakpoint or ``print`` inside an env just works. Use it to debug.
+* :class:`ParallelEnvBatch` runs each env in its own worker process, so N envs step at the
+  same time on N CPU cores. This is the readable teaching version of a subprocess vector env.
+
+Both take a list of zero-argument functions that each make one env, and behave identically::
+
+    make_one = functools.partial(make_atari_env, "PongNoFrameskip-v4")
+    with ParallelEnvBatch([make_one] * 8, seed=0) as batch:       # N = 8
+        obs, infos = batch.reset()                                # obs: uint8 (8, 4, 84, 84)
+        actions = np.random.randint(batch.single_action_space.n, size=batch.num_envs)
+        obs, rewards, terminated, truncated, infos = batch.step(actions)  # rewards: (8,)
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ._batch_common import (
+    BatchBase,
+    EnvFn,
+    EnvStep,
+    check_env_fns,
+    check_seed,
+    naming_env,
+    step_with_autoreset,
+)
+from ._worker import (
+    EnvWorkerError,
+    default_start_method,
+    forkserver_preload,
+    pickle_env_fn,
+    worker_main,
+)
+
+__all__ = [
+    "EnvBatch",
+    "EnvWorkerError",
+    "ParallelEnvBatch",
+    "default_start_method",
+    "forkserver_preload",
+]
+
+_AUTORESET_CONTRACT = """
+    Autoreset contract (gymnasium's ``SAME_STEP`` mode, ``metadata["autoreset_mode"]``):
+    when env ``i`` ends in ``step`` (``terminated[i]`` or ``truncated[i]``), the batch resets
+    it in that same call, so
+
+    * ``obs[i]`` is already the FIRST observation of env ``i``'s next episode: act on it;
+    * ``infos["final_obs"][i]`` is the last observation of the finished episode and
+      ``infos["final_info"]`` holds that step's info (masks ``infos["_final_obs"][i]``,
+      ``infos["_final_info"][i]``); ``final_obs`` is needed only to bootstrap the value
+      of a truncated episode;
+    * the info of the finishing step stays at the TOP level of ``infos`` (it is not replaced
+      by the reset's info, which is dropped): a finished game's statistics are in
+      ``infos["episode"]["r"][i]`` (score, float), ``["l"][i]`` (length, int) and
+      ``["t"][i]`` (float), valid where the mask ``infos["_episode"][i]`` is True.
+
+    Every per-env info key ``k`` becomes an array ``infos[k]`` of length N with a boolean
+    mask ``infos["_k"]`` (nested dicts are merged the same way), as gymnasium does.
+
+    Seeding: ``seed`` (constructor) is used by the first ``reset()`` called without a seed;
+    ``reset(seed=k)`` seeds env ``i`` with ``k + i``; later ``reset()`` calls and autoresets
+    continue each env's own random generator, so one seed makes a whole run reproducible.
+
+    Actions: an int array (or list) of shape ``(N,)`` with values in ``[0, n)`` for a
+    ``Discrete(n)`` action space; anything else raises ``ValueError`` before any env moves.
+"""
+
+
+class EnvBatch(BatchBase):
+    """N envs in this process, stepped one after the other (the debugging batch).
+
+    ``step`` returns ``obs (N, *obs_shape)`` with the single observation dtype,
+    ``rewards float32 (N,)``, ``terminated``/``truncated`` ``bool (N,)`` and merged ``infos``.
+    An exception in an env propagates unchanged (with a note naming the env), so a debugger
+    stops right inside the env's code; as some envs may have moved and others not, ``step``
+    then refuses to run until ``reset()``, as after a ``KeyboardInterrupt``.
+    """
+
+    __doc__ = (__doc__ or "") + _AUTORESET_CONTRACT
+
+    def __init__(self, env_fns: Sequence[EnvFn], seed: int | None = None) -> None:
+        self.envs: list[Any] = []
+        env_fns = check_env_fns(env_fns)
+        seed = check_seed(seed)
+        try:
+            self.envs = [fn() for fn in env_fns]
+            self._setup(
+                len(self.envs),
+                [env.observation_space for env in self.envs],
+                [env.action_space for env in self.envs],
+                seed,
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def _reset_envs(
+        self, seeds: list[int | None], options: dict[str, Any] | None
+    ) -> list[tuple[Any, dict[str, Any]]]:
+        results = []
+        for i, (env, seed) in enumerate(zip(self.envs, seeds, strict=True)):
+            with naming_env(i):
+                obs, info = env.reset(seed=seed, options=options)
+            results.append((obs, dict(info)))
+        return results
+
+    def _step_envs(self, actions: list[Any]) -> list[EnvStep]:
+        results = []
+        for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
+            with naming_env(i):
+                results.append(step_with_autoreset(env, action))
+        return results
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every env that was made."""
+        for env in self.envs:
+            env.close()
+
+
+class ParallelEnvBatch(BatchBase):
+    """N envs, each in its own worker process, stepped at the same time.
+
+    ``step`` sends every action first and then collects every reply, so the N envs run in
+    parallel; it returns ``obs (N, *obs_shape)`` with the single observation dtype,
+    ``rewards float32 (N,)``, ``terminated``/``truncated`` ``bool (N,)`` and merged ``infos``.
+
+    Args:
+        env_fns: one zero-argument function per env. They are pickled with ``cloudpickle``,
+            so lambdas and functions defined in a notebook work with every start method.
+        seed: seed of the first ``reset()`` (env ``i`` gets ``seed + i``).
+        context: multiprocessing start method, ``"forkserver"``, ``"spawn"`` or ``"fork"``;
+            ``None`` picks :func:`default_start_method`.
+        timeout: seconds to wait for a worker's reply before giving up; ``None`` waits as
+            long as the worker is alive.
+
+    Failures never hang and always name the worker (= env index):
+
+    * an env that raises: the batch closes and raises :class:`EnvWorkerError` whose message
+      contains the worker's traceback;
+    * a worker that dies (segfault, out of memory, killed) is noticed within a fraction of a
+      second: the batch closes and raises :class:`EnvWorkerError` with the exit code;
+    * Ctrl-C (``KeyboardInterrupt``) stops the parent only: workers ignore ``SIGINT``. The
+      interrupted call leaves replies in the pipes, so ``step`` then refuses to run until
+      ``reset()`` (which first collects those replies) or ``close()``.
+
+    Workers are daemons and exit when the parent's end of their pipe closes, so they never
+    outlive the parent. ``close()`` (idempotent; also called by ``with`` and on garbage
+    collection) asks each worker to exit, waits briefly, then terminates stragglers.
+
+    .. warning::
+        With ``"spawn"`` and ``"forkserver"`` a *script* that makes a batch at import time
+        must guard its entry point with ``if __name__ == "__main__":``, because the workers
+        import the main module; every worker also pays for that module's top-level imports
+        (import torch inside ``main()`` for fast start-up). Notebooks need nothing.
+    """
+
+    __doc__ = (__doc__ or "") + _AUTORESET_CONTRACT
+
+    #: seconds between two liveness checks while waiting for a reply
+    POLL_INTERVAL = 0.1
+    #: seconds ``close()`` waits for workers to exit before terminating them
+    CLOSE_TIMEOUT = 2.0
+
+    def __init__(
+        self,
+        env_fns: Sequence[EnvFn],
+        seed: int | None = None,
+        *,
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self._processes: list[Any] = []
+        self._remotes: list[Any] = []
+        self._pending: list[bool] = []
+        self._started = False  # True once every worker has made its env
+        env_fns = check_env_fns(env_fns)
+        seed = check_seed(seed)
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        ):
+            raise ValueError(
+                f"`timeout` must be None or a positive number of seconds, got {timeout!r}."
+            )
+        methods = multiprocessing.get_all_start_methods()
+        method = default_start_method() if context is None else context
+        if method not in methods:
+            raise ValueError(
+                f"`context` must be None or one of {methods} (multiprocessing start methods "
+                f"on {sys.platform}), got {context!r}."
+            )
+        self.start_method = method
+        self.timeout = timeout
+        ctx = multiprocessing.get_context(method)
+        if method == "forkserver":
+            # Takes effect only if the (process-wide) forkserver has not started yet.
+            ctx.set_forkserver_preload(forkserver_preload())
+        try:
+            for i, fn in enumerate(env_fns):
+                pickled = pickle_env_fn(fn, i)
+                parent_remote, child_remote = ctx.Pipe()
+                process = ctx.Process(
+                    target=worker_main,
+                    args=(i, child_remote, pickled),
+                    name=f"EnvWorker-{i}",
+                    daemon=True,
+                )
+                process.start()
+                child_remote.close()  # only the worker holds its end: its death gives EOF here
+                self._processes.append(process)
+                self._remotes.append(parent_remote)
+                self._pending.append(False)
+            spaces = self._request([("spaces", None)] * len(env_fns))
+            self._started = True
+            self._setup(len(env_fns), [s[0] for s in spaces], [s[1] for s in spaces], seed)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def worker_pids(self) -> list[int | None]:
+        """Process ids of the workers (env ``i`` runs in ``worker_pids[i]``)."""
+        return [process.pid for process in self._processes]
+
+    # ------------------------------------------------------------------ hooks
+    def _reset_envs(
+        self, seeds: list[int | None], options: dict[str, Any] | None
+    ) -> list[tuple[Any, dict[str, Any]]]:
+        self._drain()  # replies left over by an interrupted call
+        return self._request([("reset", (seed, options)) for seed in seeds])
+
+    def _step_envs(self, actions: list[Any]) -> list[EnvStep]:
+        assert not any(self._pending), "step() with replies pending: _needs_reset_reason unset"
+        return self._request([("step", action) for action in actions])
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Ask every worker to exit, wait up to ``CLOSE_TIMEOUT`` s, then terminate or kill."""
+        for remote, process in zip(self._remotes, self._processes, strict=True):
+            if process.is_alive():
+                try:
+                    remote.send(("close", None))
+                except OSError:
+                    pass  # already gone
+        deadline = time.monotonic() + self.CLOSE_TIMEOUT
+        for process in self._processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+        for stop in ("terminate", "kill"):
+            for process in self._processes:
+                if process.is_alive():
+                    getattr(process, stop)()
+                    process.join(1.0)
+        for remote in self._remotes:
+            remote.close()
+
+    # ------------------------------------------------------------------ pipes
+    def _request(self, messages: list[tuple[str, Any]]) -> list[Any]:
+        """Send message i to worker i, then wait for every reply (so workers run in parallel)."""
+        for i, message in enumerate(messages):
+            try:
+                self._remotes[i].send(message)
+            except OSError:  # BrokenPipeError: the worker is dead
+                self._fail(i, self._death_message(i))
+            self._pending[i] = True
+        return [self._receive(i) for i in range(len(messages))]
+
+    def _receive(self, i: int) -> Any:
+        """Wait for worker ``i``'s reply, checking every ``POLL_INTERVAL`` s that it is alive."""
+        remote, process = self._remotes[i], self._processes[i]
+        deadline = math.inf if self.timeout is None else time.monotonic() + self.timeout
+        while not remote.poll(self.POLL_INTERVAL):
+            if not process.is_alive():
+                self._fail(i, self._death_message(i))
+            if time.monotonic() > deadline:
+                self._fail(i, f"no reply within timeout={self.timeout} s.")
+        try:
+            payload, ok = remote.recv()
+        except (EOFError, OSError):
+            self._fail(i, self._death_message(i))
+        self._pending[i] = False
+        if not ok:
+            message, worker_traceback = payload
+            where = "the env" if self._started else f"the env factory `env_fns[{i}]()`"
+            self._fail(i, f"{where} raised {message}", worker_traceback)
+        return payload
+
+    def _drain(self) -> None:
+        """Read and drop the replies an interrupted call left in the pipes."""
+        for i, pending in enumerate(self._pending):
+            if pending:
+                self._receive(i)
+
+    def _fail(self, i: int, message: str, worker_traceback: str = "") -> None:
+        """Close the whole batch, then raise ``EnvWorkerError`` for worker ``i``."""
+        self.close()
+        raise EnvWorkerError(
+            i, f"{message}\nThe batch has been closed; make a new one.", worker_traceback
+        )
+
+    def _death_message(self, i: int) -> str:
+        process = self._processes[i]
+        process.join(1.0)  # let the exit code arrive
+        code = process.exitcode
+        if code is not None and code < 0:
+            how = f"was killed by signal {signal.Signals(-code).name}"
+        else:
+            how = f"exited with code {code}" if code is not None else "stopped"
+        if not self._started:
+            return (
+                f"the worker process {how} before it could make its env. Its own error "
+                f"output (the terminal, or the Jupyter server log) says why; in a script, "
+                f"a missing `if __name__ == '__main__':` guard is the usual cause."
+            )
+        return (
+            f"the worker process {how} without replying (a crash in C code such as a "
+            f"segfault, out of memory, os._exit, or an outside kill)."
+        )

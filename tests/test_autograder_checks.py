@@ -1,0 +1,191 @@
+"""Does the hidden grading give the reference full marks, and every corpus answer its due?
+
+``grade_part`` is driven directly here (nbgrader is not involved). The corpus of buggy and
+valid answers lives in ``tests/buggy_parts.py``; each entry says which sub-checks must fail.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from autograder.checks import PART_KEYS, PART_NAMES, subchecks
+from autograder.checks.policy import chi_square_p_value
+from autograder.hidden import grade_part, run_part
+from autograder.sandbox import run_guarded
+from solutions import reference
+from tests.buggy_parts import CORPUS
+
+REFERENCE = {key: getattr(reference, name) for key, name in PART_NAMES.items()}
+
+
+@pytest.mark.parametrize("part_key", PART_KEYS)
+def test_reference_gets_full_marks(part_key, capsys):
+    """Does the reference pass every sub-check of its part, with nothing on stderr?"""
+    score = grade_part(part_key, REFERENCE[part_key], 3)
+    out, err = capsys.readouterr()
+    assert score == 3.0 and type(score) is float, out
+    assert err == ""
+    assert out.count("PASS") == len(subchecks(part_key)) and "FAIL" not in out
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=lambda entry: entry.id)
+def test_corpus_entry(entry):
+    """Does each answer fail exactly the sub-checks it should, with a useful message?"""
+    result = run_part(entry.part, entry.candidate, 10, seconds=entry.seconds or 15.0)
+    failed = {sub.key for sub in result.subresults if not sub.passed}
+    messages = "\n".join(f"{s.key}: {s.message}" for s in result.subresults if not s.passed)
+    assert failed == set(entry.fails), messages
+    weights = {check.key: check.weight for check in subchecks(entry.part)}
+    expected = (
+        10 * sum(w for k, w in weights.items() if k not in entry.fails) / sum(weights.values())
+    )
+    assert result.score == pytest.approx(expected, abs=1e-5)
+    assert entry.feedback in messages, result.feedback()
+
+
+def test_corpus_covers_every_part():
+    """Has every part at least one valid alternative and two bugs in the corpus?"""
+    for part in PART_KEYS:
+        entries = [entry for entry in CORPUS if entry.part == part]
+        assert sum(not entry.fails for entry in entries) >= 1, part
+        assert sum(bool(entry.fails) for entry in entries) >= 2, part
+
+
+def test_corpus_sources_are_notebook_ready():
+    """Can an entry's source be executed with the notebook's imports alone?"""
+    for entry in CORPUS:
+        namespace = {"np": np, "torch": torch, "nn": torch.nn, "F": torch.nn.functional}
+        exec(compile(entry.source(), entry.id, "exec"), namespace)
+        assert PART_NAMES[entry.part] in namespace
+
+
+def test_stub_scores_zero_and_grading_is_deterministic(capsys):
+    """Does a NotImplementedError stub score 0.0, and the same answer the same twice?"""
+    stub = next(e for e in CORPUS if e.id == "compute_value_targets-stub")
+    assert grade_part(stub.part, stub.candidate, 2) == 0.0
+    buggy = next(e for e in CORPUS if e.id == "compute_value_targets-ignores_resets")
+    first, second = (run_part(buggy.part, buggy.candidate, 2) for _ in range(2))
+    assert first.score == second.score and first.feedback() == second.feedback()
+    capsys.readouterr()
+
+
+def test_grading_leaves_the_callers_state_alone(capsys):
+    """Are the notebook's RNG states and grad mode the same after grading?"""
+    torch.manual_seed(5)
+    np.random.seed(5)
+    torch.set_grad_enabled(False)
+    try:
+        grade_part("merge_time_batch", REFERENCE["merge_time_batch"], 1)
+        assert not torch.is_grad_enabled()
+    finally:
+        torch.set_grad_enabled(True)
+    after = (torch.rand(1).item(), np.random.rand())
+    torch.manual_seed(5)
+    np.random.seed(5)
+    assert after == (torch.rand(1).item(), np.random.rand())
+    capsys.readouterr()
+
+
+def test_nothing_reaches_stderr(capfd):
+    """Is a warning or a C-level write to stderr from student code kept off stderr?"""
+
+    class Noisy(reference.MergeTimeBatch):
+        def __call__(self, trajectory):
+            warnings.warn("a student warning", UserWarning, stacklevel=1)
+            print("to python stderr", file=sys.stderr)
+            import os
+
+            os.write(2, b"to fd 2\n")
+            super().__call__(trajectory)
+
+    assert grade_part("merge_time_batch", Noisy, 1) == 1.0
+    out, err = capfd.readouterr()
+    assert err == "" and "PASS" in out
+
+
+def test_run_guarded_never_raises_and_times_out():
+    """Does run_guarded turn exceptions, sys.exit and endless loops into failed outcomes?"""
+
+    def loop():
+        while True:
+            pass
+
+    def exits():
+        raise SystemExit(3)
+
+    outcome = run_guarded(loop, 0.2)
+    assert not outcome.passed and outcome.timed_out and "did not finish" in outcome.message
+    assert outcome.seconds < 5
+    outcome = run_guarded(exits, 1)
+    assert not outcome.passed and "SystemExit" in outcome.message
+    outcome = run_guarded(lambda: 1 / 0, 1)
+    assert "ZeroDivisionError" in outcome.message and "line" in outcome.message
+
+
+def test_bad_author_input_is_a_value_error():
+    """Does a wrong part key or points value (the author's mistake) raise ValueError?"""
+    with pytest.raises(ValueError, match="Unknown part key 'polcy'"):
+        grade_part("polcy", REFERENCE["policy"], 1)
+    with pytest.raises(ValueError, match="points"):
+        grade_part("policy", REFERENCE["policy"], -1)
+
+
+def test_chi_square_p_value():
+    """Is the p-value near 1 for exact counts and tiny for greedy counts?"""
+    probs = np.array([0.5, 0.25, 0.25])
+    assert chi_square_p_value(np.array([500, 250, 250]), probs) > 0.99
+    assert chi_square_p_value(np.array([1000, 0, 0]), probs) < 1e-50
+
+
+def test_feedback_is_one_line_per_subcheck(capsys):
+    """Does the printed feedback hold a header and one PASS/FAIL entry per sub-check?"""
+    stub = next(e for e in CORPUS if e.id == "a2c-stub")
+    grade_part("a2c", stub.candidate, 4)
+    out = capsys.readouterr().out
+    assert out.startswith("Part 'a2c' (A2C): 0 / 4 points")
+    assert out.count("  FAIL [") == len(subchecks("a2c"))
+
+
+@pytest.mark.slow
+def test_partial_credit_through_a_real_kernel(tmp_path):
+    """In a Jupyter kernel, do nbgrader's rules read our float as the grade, with no stderr?
+
+    The cell runs a looping answer (time limit via SIGALRM in the kernel's main thread) and a
+    noisy one (a warning and a write to fd 2); ``determine_grade`` is nbgrader's own reader.
+    """
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    from nbgrader.utils import determine_grade
+
+    cells = [
+        "from autograder.hidden import grade_part\n"
+        "from tests.buggy_parts import CORPUS\n"
+        "answers = {e.id: e.candidate for e in CORPUS}",
+        "grade_part('compute_value_targets', answers['compute_value_targets-loops'], 2, "
+        "seconds=0.3)",
+        "import os, warnings\n"
+        "class Noisy(answers['compute_value_targets-ignores_resets']):\n"
+        "    def __call__(self, trajectory):\n"
+        "        warnings.warn('student warning')\n"
+        "        os.write(2, b'fd 2 noise')\n"
+        "        super().__call__(trajectory)\n"
+        "grade_part('compute_value_targets', Noisy, 2)",
+    ]
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    for cell in notebook.cells[1:]:
+        cell.metadata["nbgrader"] = {"grade": True, "solution": False, "points": 2, "grade_id": "g"}
+    root = str(Path(__file__).resolve().parent.parent)
+    nbclient.NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": root}}
+    ).execute()
+    grades = [determine_grade(cell)[0] for cell in notebook.cells[1:]]
+    assert grades == [0.0, 1.0]
+    for cell in notebook.cells:
+        assert all(out.get("name") != "stderr" for out in cell.outputs), cell.outputs

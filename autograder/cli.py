@@ -1,0 +1,138 @@
+"""``python -m autograder``: grade one notebook, or a class's worth, through nbgrader.
+
+Commands::
+
+    python -m autograder grade PATH.ipynb [--json] [--timeout S] [--student ID] [--source NB]
+    python -m autograder grade-all DIR_OR_ZIP ... [--out DIR] [--jobs N] [--timeout S]
+                                   [--no-feedback] [--no-histogram] [--source NB]
+
+``grade`` prints a table per part, or with ``--json`` exactly one JSON object on stdout::
+
+    {"total": float, "max_total": float,
+     "parts": {"<part key>": {"score": float, "max": float, "feedback": str}}}
+
+``grade-all`` writes ``grades.csv``, ``feedback/<student>.html``, ``summary.txt`` and
+``scores.png`` into ``--out`` (default ``grading-output``) and prints the summary.
+Exit status: 0 when every submission was graded, 1 when some could not be (listed on stderr),
+2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .course import SOURCE_NOTEBOOK, NbgraderError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m autograder``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder",
+        description="Grade A2C course notebooks with nbgrader and the hidden tests.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def common(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--timeout",
+            type=float,
+            default=None,
+            metavar="S",
+            help="per-cell time limit in seconds (default: the course config's, 120)",
+        )
+        sub.add_argument(
+            "--source",
+            type=Path,
+            default=SOURCE_NOTEBOOK,
+            metavar="NB",
+            help="the nbgrader source notebook with the hidden tests (default: %(default)s)",
+        )
+
+    one = commands.add_parser("grade", help="grade one notebook")
+    one.add_argument("path", type=Path, help="the submitted .ipynb")
+    one.add_argument("--json", action="store_true", help="print one JSON object only")
+    one.add_argument("--student", default=None, help="student id (default: from the file name)")
+    common(one)
+
+    many = commands.add_parser("grade-all", help="grade folders or zips of notebooks")
+    many.add_argument("inputs", type=Path, nargs="+", help=".ipynb files, folders or .zip files")
+    many.add_argument("--out", type=Path, default=Path("grading-output"), help="output folder")
+    many.add_argument("--jobs", type=int, default=None, help="parallel gradings (default: cores)")
+    many.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
+    many.add_argument("--no-histogram", action="store_true", help="skip scores.png")
+    common(many)
+    return parser
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from .pipeline import Grader
+    from .report import format_table
+
+    if not args.path.is_file():
+        print(
+            f"error: {args.path} does not exist (give the path of a .ipynb file)", file=sys.stderr
+        )
+        return 2
+    with Grader(args.source, timeout=args.timeout) as grader:
+        result = grader.grade(args.path, student=args.student)
+    if args.json:
+        print(json.dumps(result.as_dict()))
+    else:
+        print(format_table(result))
+    if result.status != "graded":
+        print(f"{args.path}: {result.status}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _grade_all(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from .collect import collect
+    from .pipeline import Grader, grade_many
+    from .report import summary_table
+
+    with tempfile.TemporaryDirectory(prefix="a2c-collect-") as scratch:
+        submissions, problems = collect(args.inputs, Path(scratch))
+        for problem in problems:
+            print(f"warning: {problem.path}: {problem.reason}", file=sys.stderr)
+        if not submissions:
+            print("error: no notebook to grade in the inputs", file=sys.stderr)
+            return 1
+        with Grader(args.source, timeout=args.timeout) as grader:
+            results = grade_many(
+                grader,
+                submissions,
+                args.out,
+                problems=problems,
+                jobs=args.jobs,
+                histogram=not args.no_histogram,
+                feedback=not args.no_feedback,
+            )
+    print(summary_table(results))
+    print(f"\ngrades: {args.out / 'grades.csv'}")
+    failed = [result for result in results if result.status != "graded"]
+    for result in failed:
+        print(f"not graded: {result.student} ({result.source}): {result.status}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "grade":
+            return _grade(args)
+        return _grade_all(args)
+    except ValueError as error:  # bad --timeout, --jobs, source notebook...
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except (NbgraderError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1

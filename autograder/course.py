@@ -1,0 +1,274 @@
+"""Temporary nbgrader course directories: one template per run, one private copy per submission.
+
+nbgrader grades inside a *course directory*. :func:`build_template` makes one, once per run::
+
+    <template>/
+        course/                    CourseDirectory.root, the kernel runs under course/autograded/
+            nbgrader_config.py     copied from autograder/nbgrader_config.py
+            source/a2c/a2c.ipynb   the solution notebook (solution cells + hidden tests)
+            release/a2c/a2c.ipynb  what `nbgrader generate_assignment` made of it
+        db/gradebook.db            the gradebook: OUTSIDE the course tree (CourseDirectory.db_url)
+        lib/                       a snapshot of autograder/, solutions/ and course_lib/ (PYTHONPATH)
+
+:func:`new_workspace` writes a copy of the template (read once into memory, so a
+submission that writes into the template's folder changes nothing) for ONE submission, so each submission has its own
+gradebook, its own copy of the hidden tests and the reference, and its own working directory:
+whatever a submission's code writes or deletes (the gradebook, the autograder's files) cannot
+change another submission's grade, nor the repository's files, which are read once, when the
+template is built. :func:`autograde` then runs the real ``nbgrader autograde`` in a subprocess.
+
+The nbgrader subprocess gets ``PYTHONPATH=<lib>`` (the kernel imports ``autograder`` and
+``solutions`` from the snapshot), ``A2C_KIT_QUICK=1`` (nbgrader itself sets
+``NBGRADER_EXECUTION``: training cells run a few seconds only) and thread limits, so that
+parallel gradings share the cores instead of fighting over them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+__all__ = [
+    "ASSIGNMENT",
+    "NOTEBOOK",
+    "REPO_ROOT",
+    "SOURCE_NOTEBOOK",
+    "CourseTemplate",
+    "NbgraderError",
+    "autograde",
+    "build_template",
+    "generate_feedback",
+    "new_workspace",
+    "read_tree",
+    "run_nbgrader",
+    "tree_digest",
+]
+
+#: The assignment id and the notebook's name (without .ipynb), fixed by the course.
+ASSIGNMENT = "a2c"
+NOTEBOOK = "a2c"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SOURCE_NOTEBOOK = REPO_ROOT / "solutions" / "a2c.ipynb"
+CONFIG_FILE = Path(__file__).resolve().with_name("nbgrader_config.py")
+#: The packages the kernel imports, snapshotted into ``lib/``.
+PACKAGES = ("autograder", "solutions", "course_lib")
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.ipynb")
+
+
+class NbgraderError(RuntimeError):
+    """An nbgrader command failed; the message holds the end of its log."""
+
+
+@dataclass(frozen=True)
+class CourseTemplate:
+    """A directory laid out as in the module docstring (a template or a workspace)."""
+
+    root: Path
+
+    @property
+    def course(self) -> Path:
+        return self.root / "course"
+
+    @property
+    def gradebook(self) -> Path:
+        return self.root / "db" / "gradebook.db"
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.gradebook}"
+
+    @property
+    def lib(self) -> Path:
+        return self.root / "lib"
+
+    @property
+    def release_notebook(self) -> Path:
+        return self.course / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+
+    def submitted_notebook(self, student: str) -> Path:
+        return self.course / "submitted" / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+
+    def autograded_notebook(self, student: str) -> Path:
+        return self.course / "autograded" / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+
+    def feedback_html(self, student: str) -> Path:
+        return self.course / "feedback" / student / ASSIGNMENT / f"{NOTEBOOK}.html"
+
+
+def tree_digest(folder: Path) -> dict[str, str]:
+    """``{relative path: sha256}`` of the files under ``folder``, to detect changed files."""
+    return {name: hashlib.sha256(data).hexdigest() for name, data in read_tree(folder).items()}
+
+
+def nbgrader_env(lib: Path, threads: int = 1) -> dict[str, str]:
+    """The environment of an nbgrader process (and so of its kernel); see the module docstring."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(lib), *filter(None, [env.get("PYTHONPATH")])])
+    env["A2C_KIT_QUICK"] = "1"
+    env["MPLBACKEND"] = "Agg"
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # silence the debugger's frozen-modules warning
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[name] = str(max(1, threads))
+    return env
+
+
+def run_nbgrader(
+    workspace: CourseTemplate,
+    args: list[str],
+    threads: int = 1,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m nbgrader ARGS`` on ``workspace``'s course and gradebook; raise on failure.
+
+    Raises:
+        NbgraderError: nbgrader exited with an error or ran past ``timeout`` seconds.
+    """
+    command = [
+        sys.executable,
+        "-m",
+        "nbgrader",
+        *args,
+        f"--CourseDirectory.root={workspace.course}",
+        f"--CourseDirectory.db_url={workspace.db_url}",
+    ]
+    try:
+        done = subprocess.run(
+            command,
+            cwd=workspace.course,
+            env=nbgrader_env(workspace.lib, threads),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise NbgraderError(
+            f"`nbgrader {args[0]}` ran past {timeout:g} s and was stopped"
+        ) from error
+    if done.returncode != 0:
+        log = (done.stdout + done.stderr).strip().splitlines()
+        tail = "\n".join(log[-25:])
+        raise NbgraderError(f"`nbgrader {' '.join(args)}` failed (exit {done.returncode}):\n{tail}")
+    return done
+
+
+def build_template(
+    dest: Path,
+    source_notebook: Path = SOURCE_NOTEBOOK,
+    repo_root: Path = REPO_ROOT,
+) -> CourseTemplate:
+    """Make the template course in the empty or missing folder ``dest``.
+
+    Copies the config, the source notebook and the package snapshot, then runs
+    ``nbgrader generate_assignment`` (which records the graded cells and the hidden tests in
+    the gradebook and writes the release).
+
+    Raises:
+        FileNotFoundError: ``source_notebook`` does not exist.
+        ValueError: ``source_notebook`` has no nbgrader graded cell, or ``dest`` is not empty.
+        NbgraderError: ``generate_assignment`` failed (its log is in the message).
+    """
+    source_notebook = Path(source_notebook)
+    if not source_notebook.is_file():
+        raise FileNotFoundError(
+            f"source_notebook={str(source_notebook)!r} does not exist: pass the solution notebook "
+            "(solutions/a2c.ipynb, with the hidden tests)."
+        )
+    nb = nbformat.read(source_notebook, as_version=4)
+    if not any(cell.metadata.get("nbgrader", {}).get("grade") for cell in nb.cells):
+        raise ValueError(
+            f"source_notebook={str(source_notebook)!r} has no graded cell (nbgrader metadata "
+            "`grade: true`): pass the solution notebook, not the student release."
+        )
+    if Path(dest).exists() and any(Path(dest).iterdir()):
+        raise ValueError(f"dest={str(dest)!r} is not empty: give a new or empty folder.")
+    template = CourseTemplate(Path(dest).resolve())
+    (template.course / "source" / ASSIGNMENT).mkdir(parents=True, exist_ok=True)
+    template.gradebook.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(CONFIG_FILE, template.course / "nbgrader_config.py")
+    shutil.copyfile(source_notebook, template.course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    for package in PACKAGES:
+        if (repo_root / package).is_dir():
+            shutil.copytree(repo_root / package, template.lib / package, ignore=_IGNORED)
+    run_nbgrader(template, ["generate_assignment", ASSIGNMENT, "--force"], timeout=300)
+    if not template.release_notebook.is_file():
+        raise NbgraderError(f"generate_assignment wrote no {template.release_notebook}")
+    return template
+
+
+def read_tree(folder: Path) -> dict[str, bytes]:
+    """``{relative path: bytes}`` of every file under ``folder`` (caches left out)."""
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(Path(folder).rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def new_workspace(files: dict[str, bytes], dest: Path) -> CourseTemplate:
+    """A private course for one submission in the missing folder ``dest``, written from ``files``.
+
+    ``files`` is :func:`read_tree` of the template, read once into memory, so that a
+    submission that writes into the template's folder on disk cannot change the next ones.
+    """
+    dest = Path(dest).resolve()
+    for name, data in files.items():
+        path = dest / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return CourseTemplate(dest)
+
+
+def autograde(
+    workspace: CourseTemplate,
+    student: str,
+    notebook: nbformat.NotebookNode,
+    timeout: float | None = None,
+    threads: int = 1,
+) -> Path:
+    """Autograde ``notebook`` as ``student``'s submission; returns the autograded notebook.
+
+    Args:
+        timeout: the per-cell time limit in seconds (``Execute.timeout``); ``None`` keeps the
+            config's.
+        threads: CPU threads the kernel may use (torch, OpenMP).
+
+    Raises:
+        NbgraderError: nbgrader could not grade the notebook (its log is in the message).
+    """
+    target = workspace.submitted_notebook(student)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+    args = ["autograde", ASSIGNMENT, f"--student={student}", "--force"]
+    if timeout is not None:
+        args.append(f"--Execute.timeout={int(timeout)}")
+    # The whole run: every cell could use its limit, plus kernel start-up.
+    cells = sum(cell.cell_type == "code" for cell in notebook.cells)
+    overall = None if timeout is None else 300 + 2 * timeout * max(cells, 1)
+    run_nbgrader(workspace, args, threads=threads, timeout=overall)
+    result = workspace.autograded_notebook(student)
+    if not result.is_file():
+        raise NbgraderError(f"nbgrader autograde wrote no {result}")
+    return result
+
+
+def generate_feedback(workspace: CourseTemplate, student: str) -> Path:
+    """Run ``nbgrader generate_feedback`` for ``student``; returns the HTML (hidden tests removed).
+
+    Raises:
+        NbgraderError: nbgrader failed or wrote no HTML.
+    """
+    run_nbgrader(
+        workspace, ["generate_feedback", ASSIGNMENT, f"--student={student}", "--force"], timeout=300
+    )
+    html = workspace.feedback_html(student)
+    if not html.is_file():
+        raise NbgraderError(f"nbgrader generate_feedback wrote no {html}")
+    return html

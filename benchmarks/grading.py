@@ -1,0 +1,101 @@
+"""How fast is grading? One submission, then a folder of copies graded in parallel.
+
+Run from the repository root::
+
+    python -m benchmarks.grading                       # 1 submission, then 20 copies on all cores
+    python -m benchmarks.grading --copies 4 --serial   # also grade the copies with --jobs 1
+
+Measures, through the real pipeline (``autograder.pipeline``, nbgrader autograde):
+
+1. **one submission**: seconds for ``Grader.grade`` on the reference notebook (template already
+   built; the template's own cost is printed apart). Target: under 60 s on a 2-core machine.
+2. **a folder**: ``grade_many`` on ``--copies`` copies with ``--jobs`` parallel gradings
+   (default: all cores), without feedback HTML: wall time, notebooks per minute, and the CPU
+   utilisation (CPU seconds of the nbgrader processes and their kernels / (wall x cores)); with
+   ``--serial``, the same copies with one job, and the speed-up.
+
+Timings are noisy on a shared machine: run it on a quiet one for numbers you report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from autograder.collect import Submission
+from autograder.course import SOURCE_NOTEBOOK
+from autograder.pipeline import Grader, grade_many
+
+__all__ = ["main"]
+
+
+def _children_cpu() -> float:
+    """CPU seconds used so far by finished child processes and their descendants."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _grade_folder(grader: Grader, subs: list[Submission], out: Path, jobs: int) -> dict:
+    cpu, start = _children_cpu(), time.perf_counter()
+    results = grade_many(grader, subs, out, jobs=jobs, histogram=False, feedback=False)
+    wall = time.perf_counter() - start
+    cores = os.cpu_count() or 1
+    used = _children_cpu() - cpu
+    graded = sum(result.status == "graded" for result in results)
+    return {"wall": wall, "graded": graded, "cpu": used, "utilisation": used / (wall * cores)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--submission", type=Path, default=SOURCE_NOTEBOOK, help="notebook graded")
+    parser.add_argument("--copies", type=int, default=20, help="copies graded in parallel")
+    parser.add_argument("--jobs", type=int, default=None, help="parallel gradings (default: cores)")
+    parser.add_argument("--serial", action="store_true", help="also grade the copies with 1 job")
+    args = parser.parse_args(argv)
+    if args.copies < 1:
+        parser.error(f"--copies must be >= 1, got {args.copies}")
+    jobs = args.jobs or os.cpu_count() or 1
+    cores = os.cpu_count() or 1
+
+    with tempfile.TemporaryDirectory(prefix="a2c-bench-") as scratch:
+        scratch_dir = Path(scratch)
+        start = time.perf_counter()
+        with Grader(SOURCE_NOTEBOOK, workdir=scratch_dir / "work") as grader:
+            print(f"template course built in {time.perf_counter() - start:.1f} s")
+            start = time.perf_counter()
+            one = grader.grade(args.submission, student="bench")
+            seconds = time.perf_counter() - start
+            print(
+                f"one submission: {seconds:.1f} s ({one.total:g}/{one.max_total:g} points, "
+                f"status {one.status}); target < 60 s"
+            )
+            subs = []
+            for index in range(args.copies):
+                copy = scratch_dir / "in" / f"student{index:03d}.ipynb"
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(args.submission, copy)
+                subs.append(Submission(copy.stem, copy, 0.0))
+            runs = {jobs: _grade_folder(grader, subs, scratch_dir / "out", jobs)}
+            if args.serial and jobs != 1:
+                runs[1] = _grade_folder(grader, subs, scratch_dir / "out1", 1)
+    print(f"\n{args.copies} copies, {cores} cores")
+    print(f"{'jobs':>5}{'wall s':>9}{'s/nb':>7}{'nb/min':>8}{'CPU use':>9}{'graded':>8}")
+    for count, run in sorted(runs.items()):
+        per = run["wall"] / args.copies
+        print(
+            f"{count:>5}{run['wall']:>9.1f}{per:>7.1f}{60 / per:>8.1f}"
+            f"{run['utilisation']:>8.0%}{run['graded']:>8}"
+        )
+    if 1 in runs and jobs in runs and jobs != 1:
+        print(
+            f"speed-up of --jobs {jobs} over --jobs 1: {runs[1]['wall'] / runs[jobs]['wall']:.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -70,31 +70,46 @@ class Outcome:
     timed_out: bool = False
 
 
+#: The wall-clock backstop of :func:`time_limit`, as a multiple of its CPU-time limit.
+WALL_CLOCK_FACTOR = 4.0
+
+
 def alarm_available() -> bool:
-    """True when :func:`time_limit` can enforce its limit here (SIGALRM, main thread)."""
+    """True when :func:`time_limit` can enforce its limit here (SIGPROF/SIGALRM, main thread)."""
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
 @contextlib.contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`SubCheckTimeout` in this thread if the block runs longer than ``seconds``.
+    """Raise :class:`SubCheckTimeout` in this thread if the block uses more than ``seconds``.
 
-    ``None`` (or where no alarm is available) runs the block without a limit.
+    The limit counts the process's CPU time (``ITIMER_PROF``), not the wall clock, so that a
+    correct part does not lose points on a busy grading machine (several kernels sharing the
+    cores). A block that waits without computing (``time.sleep`` in a loop) is stopped by a
+    wall-clock backstop of ``WALL_CLOCK_FACTOR * seconds``. ``None`` (or where no alarm is
+    available) runs the block without a limit.
     """
     if seconds is None or not alarm_available():
         yield
         return
 
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise SubCheckTimeout(f"still running after {seconds:g} s")
+    def on_cpu_limit(signum: int, frame: Any) -> None:
+        raise SubCheckTimeout(f"still running after {seconds:g} s of CPU time")
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
+    def on_wall_limit(signum: int, frame: Any) -> None:
+        raise SubCheckTimeout(f"still running after {WALL_CLOCK_FACTOR * seconds:g} s")
+
+    previous_prof = signal.signal(signal.SIGPROF, on_cpu_limit)
+    previous_alarm = signal.signal(signal.SIGALRM, on_wall_limit)
+    signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-3))
+    signal.setitimer(signal.ITIMER_REAL, max(WALL_CLOCK_FACTOR * seconds, 1e-3))
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGPROF, previous_prof)
+        signal.signal(signal.SIGALRM, previous_alarm)
 
 
 @contextlib.contextmanager

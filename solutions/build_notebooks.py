@@ -1,0 +1,289 @@
+"""Build the course notebooks: sync the solution notebook, generate the student release, check drift.
+
+Run from the repository root::
+
+    python -m solutions.build_notebooks           # sync solutions/a2c.ipynb, write notebooks/a2c.ipynb
+    python -m solutions.build_notebooks --check   # rebuild in a temp dir; exit 1 with a diff on drift
+
+1. **sync**: every region of ``solutions/reference.py`` between ``# %% [part: <key>]`` and
+   ``# %% [end part: <key>]`` is copied verbatim into the cell of ``solutions/a2c.ipynb`` whose
+   nbgrader ``grade_id`` is ``<key>`` (a region without a cell, or a part cell without a region,
+   is an error). The course repository address :data:`COURSE_REPO_URL` is written into the
+   setup cell (``grade_id`` ``setup``) and the Colab badge. Outputs are cleared.
+2. **release**: nbgrader's own ``generate_assignment`` runs on the synced notebook in a temporary
+   course directory (``source/a2c/a2c.ipynb``): solutions become ``raise NotImplementedError()``
+   stubs, hidden tests and outputs are removed, checksums are added. The result is copied to
+   ``notebooks/a2c.ipynb``.
+3. **--check**: both steps run into a temporary directory and the results are compared with the
+   committed files; every committed notebook must also be free of outputs.
+
+Instructors: set :data:`COURSE_REPO_URL` below to your copy of the course repository, then rebuild.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import difflib
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+__all__ = [
+    "COURSE_REPO_URL",
+    "build",
+    "check",
+    "clear_outputs",
+    "generate_release",
+    "main",
+    "read_regions",
+    "sync_notebook",
+]
+
+#: The course repository: Colab installs ``course_lib`` from here. Set it in this one place.
+COURSE_REPO_URL = "https://github.com/a2c-course/a2c-course-kit"
+#: Branch used in the "Open in Colab" badge.
+COURSE_BRANCH = "main"
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "solutions" / "reference.py"
+SOURCE_NOTEBOOK = ROOT / "solutions" / "a2c.ipynb"
+RELEASE_NOTEBOOK = ROOT / "notebooks" / "a2c.ipynb"
+PLAIN_NOTEBOOKS = (ROOT / "notebooks" / "00_environments.ipynb",)
+ASSIGNMENT = "a2c"
+#: The regions the notebook needs: the import cell and the graded parts, in notebook order.
+REQUIRED_PARTS = (
+    "imports",
+    "model",
+    "policy",
+    "compute_value_targets",
+    "merge_time_batch",
+    "a2c",
+    "gae",
+)
+
+_BEGIN = re.compile(r"^# %% \[part: (?P<key>[A-Za-z0-9_]+)\]\s*$")
+_END = re.compile(r"^# %% \[end part: (?P<key>[A-Za-z0-9_]+)\]\s*$")
+_URL_LINE = re.compile(r'^COURSE_REPO_URL = ".*"$', re.MULTILINE)
+_BADGE = re.compile(r"\(https://colab\.research\.google\.com/[^)]*\)|\(COLAB_LINK\)")
+
+# A minimal nbgrader configuration: the course id and the stub every solution becomes.
+_NBGRADER_CONFIG = """\
+c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = "a2c"
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+"""
+
+
+def read_regions(path: Path = REFERENCE) -> dict[str, str]:
+    """The ``{key: source}`` regions of ``path``, without their marker lines and outer blank lines.
+
+    Raises:
+        ValueError: a region that is not closed, closed twice, nested, or defined twice.
+    """
+    regions: dict[str, str] = {}
+    current: str | None = None
+    lines: list[str] = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        begin, end = _BEGIN.match(line), _END.match(line)
+        if begin:
+            if current is not None:
+                raise ValueError(
+                    f"{path}:{number}: part {begin['key']!r} opens inside part {current!r}."
+                )
+            current, lines = begin["key"], []
+        elif end:
+            if end["key"] != current:
+                raise ValueError(
+                    f"{path}:{number}: 'end part: {end['key']}' without its opening line."
+                )
+            if current in regions:
+                raise ValueError(f"{path}:{number}: part {current!r} is defined twice.")
+            regions[current] = "\n".join(lines).strip("\n")
+            current = None
+        elif re.match(r"^# %% \[(end )?part", line):
+            raise ValueError(
+                f"{path}:{number}: malformed marker {line!r}; use '# %% [part: <key>]'."
+            )
+        elif current is not None:
+            lines.append(line)
+    if current is not None:
+        raise ValueError(
+            f"{path}: part {current!r} is never closed with '# %% [end part: {current}]'."
+        )
+    return regions
+
+
+def _grade_id(cell: nbformat.NotebookNode) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def clear_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Remove outputs and execution counts in place (notebooks are committed without outputs)."""
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+        cell.get("metadata", {}).pop("execution", None)
+    return nb
+
+
+def colab_url(repo_url: str = COURSE_REPO_URL, branch: str = COURSE_BRANCH) -> str:
+    """The "Open in Colab" address of the student notebook in ``repo_url``."""
+    match = re.fullmatch(r"https://github\.com/([^/]+/[^/]+?)(\.git)?/?", repo_url)
+    if match is None:
+        raise ValueError(
+            f"COURSE_REPO_URL must look like 'https://github.com/OWNER/REPO', got {repo_url!r}."
+        )
+    return f"https://colab.research.google.com/github/{match[1]}/blob/{branch}/notebooks/a2c.ipynb"
+
+
+def sync_notebook(
+    nb: nbformat.NotebookNode, regions: dict[str, str], repo_url: str = COURSE_REPO_URL
+) -> nbformat.NotebookNode:
+    """A copy of ``nb`` whose part cells hold the regions verbatim and whose setup cell holds ``repo_url``.
+
+    Raises:
+        ValueError: a region without a cell, a cell with a part key but no region, or no setup cell.
+    """
+    absent = [key for key in REQUIRED_PARTS if key not in regions]
+    if absent:
+        raise ValueError(
+            f"Part(s) {absent} have no region in solutions/reference.py: wrap each in "
+            "'# %% [part: <key>]' ... '# %% [end part: <key>]'."
+        )
+    nb = clear_outputs(copy.deepcopy(nb))
+    by_id = {_grade_id(cell): cell for cell in nb.cells if _grade_id(cell)}
+    missing = [key for key in regions if key not in by_id]
+    if missing:
+        raise ValueError(
+            f"solutions/reference.py has parts {missing} but the notebook has no cell with that "
+            "grade_id: add a solution cell (nbgrader metadata grade_id=<key>) for each."
+        )
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if (
+            meta.get("solution")
+            and cell.cell_type == "code"
+            and meta.get("grade_id") not in regions
+        ):
+            if "### BEGIN SOLUTION" not in cell.source:  # hand-written solution cells are fine
+                raise ValueError(
+                    f"Solution cell {meta.get('grade_id')!r} has no region in solutions/reference.py "
+                    "and no '### BEGIN SOLUTION' of its own."
+                )
+    for key, source in regions.items():
+        by_id[key].source = source
+    setup = by_id.get("setup")
+    if setup is None or not _URL_LINE.search(setup.source):
+        raise ValueError(
+            "The notebook needs a setup cell (grade_id 'setup') with a COURSE_REPO_URL line."
+        )
+    setup.source = _URL_LINE.sub(f'COURSE_REPO_URL = "{repo_url}"', setup.source)
+    badge = f"({colab_url(repo_url)})"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _BADGE.sub(badge, cell.source)
+    return nb
+
+
+def generate_release(source: Path, out: Path) -> None:
+    """Run nbgrader's ``generate_assignment`` on ``source`` and write the student notebook to ``out``."""
+    with tempfile.TemporaryDirectory(prefix="a2c-release-") as tmp:
+        course = Path(tmp)
+        (course / "nbgrader_config.py").write_text(_NBGRADER_CONFIG)
+        (course / "source" / ASSIGNMENT).mkdir(parents=True)
+        (course / "source" / ASSIGNMENT / "a2c.ipynb").write_bytes(source.read_bytes())
+        cmd = [
+            sys.executable,
+            "-m",
+            "nbgrader",
+            "generate_assignment",
+            ASSIGNMENT,
+            "--no-db",
+            "--force",
+        ]
+        result = subprocess.run(cmd, cwd=course, capture_output=True, text=True)
+        released = course / "release" / ASSIGNMENT / "a2c.ipynb"
+        if result.returncode != 0 or not released.is_file():
+            raise RuntimeError(
+                f"nbgrader generate_assignment failed:\n{result.stdout}\n{result.stderr}"
+            )
+        nb = clear_outputs(nbformat.read(released, as_version=4))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, out)
+
+
+def build(
+    source: Path = SOURCE_NOTEBOOK, release: Path = RELEASE_NOTEBOOK, reference: Path = REFERENCE
+) -> None:
+    """Sync ``source`` from ``reference`` in place, then write the student ``release``."""
+    nb = sync_notebook(nbformat.read(source, as_version=4), read_regions(reference))
+    nbformat.validate(nb)
+    nbformat.write(nb, source)
+    generate_release(source, release)
+
+
+def _diff(committed: Path, fresh: Path) -> str:
+    old = committed.read_text().splitlines(keepends=True) if committed.is_file() else []
+    new = fresh.read_text().splitlines(keepends=True)
+    return "".join(
+        difflib.unified_diff(old, new, str(committed), f"fresh build of {committed.name}")
+    )
+
+
+def _outputs_left(path: Path) -> bool:
+    nb = nbformat.read(path, as_version=4)
+    return any(
+        cell.cell_type == "code" and (cell.outputs or cell.execution_count) for cell in nb.cells
+    )
+
+
+def check() -> list[str]:
+    """Rebuild into a temp dir; return one problem per drifted or unclean notebook (empty: all good)."""
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="a2c-check-") as tmp:
+        source, release = Path(tmp) / "a2c.ipynb", Path(tmp) / "release.ipynb"
+        source.write_bytes(SOURCE_NOTEBOOK.read_bytes())
+        build(source, release)
+        for committed, fresh in ((SOURCE_NOTEBOOK, source), (RELEASE_NOTEBOOK, release)):
+            diff = _diff(committed, fresh)
+            if diff:
+                problems.append(f"{committed.relative_to(ROOT)} is out of date:\n{diff}")
+    for path in PLAIN_NOTEBOOKS:
+        if path.is_file() and _outputs_left(path):
+            problems.append(f"{path.relative_to(ROOT)} has outputs: clear them before committing.")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m solutions.build_notebooks", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="fail with a diff if committed notebooks drifted"
+    )
+    args = parser.parse_args(argv)
+    if args.check:
+        problems = check()
+        for problem in problems:
+            print(problem)
+        if problems:
+            print("Run `python -m solutions.build_notebooks` and commit the result.")
+            return 1
+        print("Notebooks are up to date.")
+        return 0
+    build()
+    print(
+        f"Synced {SOURCE_NOTEBOOK.relative_to(ROOT)}; wrote {RELEASE_NOTEBOOK.relative_to(ROOT)}."
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

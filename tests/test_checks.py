@@ -1,0 +1,300 @@
+"""The visible checks of ``course_lib.checks``: do they pass on correct code and name typical bugs?
+
+Each buggy variant below changes one thing of the reference, the way students do, and the test
+asks whether the check fails with a message that points at that mistake.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_lib import checks
+from course_lib.checks import CheckFailed
+from solutions import reference as ref
+
+
+def expect_failure(check, *args, match: str) -> str:
+    with pytest.raises(CheckFailed, match=match) as info:
+        check(*args)
+    return str(info.value)
+
+
+# ------------------------------------------------------------------ the reference passes
+def test_every_check_passes_on_the_reference(capsys):
+    """Does every check accept the reference and print OK lines?"""
+    checks.check_model(ref.make_model)
+    checks.check_policy(ref.Policy, ref.make_model)
+    checks.check_compute_value_targets(ref.ComputeValueTargets)
+    checks.check_merge_time_batch(ref.MergeTimeBatch)
+    checks.check_a2c(ref.A2C, ref.Policy, ref.make_model)
+    checks.check_gae(ref.ComputeGAE)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 9 and all(line.startswith("OK ") for line in lines)
+
+
+class NumpyListTargets:
+    """Correct but different: numpy, a list of T tensors, the bootstrap value through policy.act."""
+
+    def __init__(self, policy, gamma=0.99):
+        self.policy, self.gamma = policy, gamma
+
+    def __call__(self, trajectory):
+        with torch.no_grad():
+            v = self.policy.act(trajectory["state"]["latest_observation"])["values"].numpy()
+        out = []
+        for r, d in zip(
+            reversed(trajectory["rewards"]), reversed(trajectory["resets"]), strict=True
+        ):
+            v = r + self.gamma * (1.0 - d.astype(np.float32)) * v
+            out.append(torch.as_tensor(v))
+        trajectory["value_targets"] = out[::-1]
+
+
+class CategoricalPolicy(ref.Policy):
+    """Correct but different: torch.distributions.Categorical."""
+
+    def act(self, inputs):
+        logits, values = self.model(torch.as_tensor(np.asarray(inputs)))
+        dist = torch.distributions.Categorical(logits=logits)
+        actions = dist.sample()
+        return {
+            "actions": actions.numpy(),
+            "logits": logits,
+            "log_probs": dist.log_prob(actions),
+            "values": values,
+        }
+
+
+def test_correct_but_different_code_passes():
+    """Are a numpy list of targets and Categorical sampling accepted as well?"""
+    checks.check_compute_value_targets(NumpyListTargets)
+    checks.check_policy(CategoricalPolicy, ref.make_model)
+
+
+# ------------------------------------------------------------------ model
+def test_model_values_with_a_trailing_axis_are_named():
+    """Does a (N, 1) value head get the squeeze hint?"""
+
+    def make_model(n_actions):
+        model = ref.make_model(n_actions)
+        forward = model.forward
+        model.forward = lambda obs: (forward(obs)[0], forward(obs)[1][:, None])
+        return model
+
+    message = expect_failure(checks.check_model, make_model, match="values have the wrong shape")
+    assert "squeeze(-1)" in message and "(2, 1)" in message
+
+
+def test_model_that_rejects_uint8_is_told_to_convert():
+    """Does a model without .float() get the conversion hint?"""
+
+    class NoConversion(torch.nn.Module):
+        def __init__(self, n_actions):
+            super().__init__()
+            self.inner = ref.make_model(n_actions)
+
+        def forward(self, obs):
+            return self.inner.policy_head(self.inner.trunk(obs)), self.inner.value_head(
+                self.inner.trunk(obs)
+            )
+
+    expect_failure(checks.check_model, NoConversion, match=r"obs.float\(\) / 255")
+
+
+# ------------------------------------------------------------------ policy
+class GreedyPolicy(ref.Policy):
+    def act(self, inputs):
+        out = super().act(inputs)
+        out["actions"] = out["logits"].argmax(-1).numpy()
+        return out
+
+
+class NoGradPolicy(ref.Policy):
+    def act(self, inputs):
+        with torch.no_grad():
+            return super().act(inputs)
+
+
+class TensorActionsPolicy(ref.Policy):
+    def act(self, inputs):
+        out = super().act(inputs)
+        out["actions"] = torch.as_tensor(out["actions"])
+        return out
+
+
+@pytest.mark.parametrize(
+    ("policy", "match"),
+    [
+        (GreedyPolicy, "instead of taking argmax"),
+        (NoGradPolicy, "keep their autograd graph"),
+        (TensorActionsPolicy, "numpy int64"),
+    ],
+)
+def test_policy_bugs_are_named(policy, match):
+    """Do greedy actions, a lost graph and tensor actions each get their own message?"""
+    expect_failure(checks.check_policy, policy, ref.make_model, match=match)
+
+
+# ------------------------------------------------------------------ value targets
+def _targets(bootstrap_obs, mask=True, keep_graph=False):
+    class Buggy(ref.ComputeValueTargets):
+        def __call__(self, trajectory):
+            obs = bootstrap_obs(trajectory)
+            with torch.set_grad_enabled(keep_graph):
+                v = self.policy.model(torch.as_tensor(obs))[1]
+            out = []
+            for r, d in zip(
+                reversed(trajectory["rewards"]), reversed(trajectory["resets"]), strict=True
+            ):
+                not_done = 1.0 - torch.as_tensor(d, dtype=torch.float32) if mask else 1.0
+                v = torch.as_tensor(r) + self.gamma * not_done * v
+                out.append(v)
+            trajectory["value_targets"] = out[::-1]
+
+    return Buggy
+
+
+def latest(trajectory):
+    return trajectory["state"]["latest_observation"]
+
+
+@pytest.mark.parametrize(
+    ("buggy", "match"),
+    [
+        (_targets(latest, mask=False), r"forget \(1 - reset_t\)"),
+        (_targets(lambda tr: tr["observations"][-1]), "bootstrapped from observations"),
+        (_targets(latest, keep_graph=True), "autograd graph"),
+    ],
+)
+def test_value_target_bugs_are_named(buggy, match):
+    """Do a missing reset mask, the wrong bootstrap obs and a kept graph get their hints?"""
+    message = expect_failure(checks.check_compute_value_targets, buggy, match=match)
+    assert "expected" in message or "graph" in message
+
+
+def test_value_targets_show_expected_and_actual_values():
+    """Does the message print both tables so the student can compare them?"""
+    message = expect_failure(
+        checks.check_compute_value_targets, _targets(latest, mask=False), match="wrong targets"
+    )
+    assert "[[1.75, 0.5], [1.5, 1.0], [3.0, 5.0]]" in message  # expected
+    assert "[[1.75, 1.75], [1.5, 3.5], [3.0, 5.0]]" in message  # actual
+
+
+# ------------------------------------------------------------------ merge
+class EnvMajorMerge:
+    def __call__(self, trajectory):
+        for key, value in list(trajectory.items()):
+            if key == "state":
+                continue
+            stack = torch.stack if isinstance(value[0], torch.Tensor) else np.stack
+            value = stack(list(value)).swapaxes(0, 1)  # (N, T, ...): the bug
+            trajectory[key] = value.reshape(-1, *value.shape[2:])
+
+
+class NumpyEverything(ref.MergeTimeBatch):
+    def __call__(self, trajectory):
+        super().__call__(trajectory)
+        trajectory["values"] = trajectory["values"].detach().numpy()
+
+
+def test_merge_bugs_are_named():
+    """Are env-major rows and tensors turned into arrays each reported?"""
+    expect_failure(checks.check_merge_time_batch, EnvMajorMerge, match="env-major")
+    expect_failure(checks.check_merge_time_batch, NumpyEverything, match="changed type")
+
+
+# ------------------------------------------------------------------ a2c
+class NoDetach(ref.A2C):
+    def loss(self, trajectory):
+        terms = super().loss(trajectory)
+        advantages = trajectory["value_targets"] - trajectory["values"]  # not detached: the bug
+        policy_loss = -(trajectory["log_probs"] * advantages).mean()
+        terms["loss"] = terms["loss"] - terms["policy_loss"] + policy_loss
+        return terms
+
+
+class EntropyPlus(ref.A2C):
+    def loss(self, trajectory):
+        terms = super().loss(trajectory)
+        terms["loss"] = terms["loss"] + 2 * self.entropy_coef * terms["entropy"]
+        return terms
+
+
+class NoClip(ref.A2C):
+    def step(self, trajectory):
+        terms = self.loss(trajectory)
+        self.optimizer.zero_grad()
+        terms["loss"].backward()
+        norm = torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), float("inf"))
+        self.optimizer.step()
+        return {k: terms[k].item() for k in ("loss", "policy_loss", "value_loss", "entropy")} | {
+            "grad_norm": float(norm)
+        }
+
+
+class NoZeroGrad(NoClip):
+    def step(self, trajectory):
+        self.optimizer.zero_grad = lambda *a, **k: None
+        return super().step(trajectory)
+
+
+class TensorStats(ref.A2C):
+    def step(self, trajectory):
+        return {k: torch.tensor(v) for k, v in super().step(trajectory).items()}
+
+
+@pytest.mark.parametrize(
+    ("buggy", "match"),
+    [
+        (NoDetach, r"advantages.detach\(\)"),
+        (EntropyPlus, "minus: the bonus"),
+        (NoClip, "clip_grad_norm_ after backward"),
+        (NoZeroGrad, "zero_grad"),
+        (TensorStats, r"\.item\(\)"),
+    ],
+)
+def test_a2c_bugs_are_named(buggy, match):
+    """Do a missing detach, a wrong entropy sign, no clipping, no zero_grad and tensor stats fail clearly?"""
+    expect_failure(checks.check_a2c, buggy, match=match)
+
+
+# ------------------------------------------------------------------ gae
+class NoLambdaGAE(ref.ComputeGAE):
+    def __init__(self, policy, gamma=0.99, lambda_=0.95):
+        super().__init__(policy, gamma=gamma, lambda_=1.0)
+
+
+def test_gae_without_lambda_is_named():
+    """Does a GAE that ignores lambda_ get the lambda hint?"""
+    expect_failure(checks.check_gae, NoLambdaGAE, match="lambda_ is missing")
+
+
+# ------------------------------------------------------------------ stubs
+class Stub:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, trajectory):
+        raise NotImplementedError()
+
+
+def test_require_implemented_fails_only_on_stubs(capsys):
+    """Does the graded-cell guard raise for a stub, and stay quiet for wrong-but-written code?"""
+    with pytest.raises(NotImplementedError, match="still the stub"):
+        checks.require_implemented(checks.check_compute_value_targets, Stub)
+    checks.require_implemented(checks.check_compute_value_targets, _targets(latest, mask=False))
+    checks.require_implemented(checks.check_compute_value_targets, ref.ComputeValueTargets)
+    assert capsys.readouterr().out == ""
+
+
+def test_log_softmax_helper_agrees_with_the_hand_numbers():
+    """Are the hand-computed A2C numbers in checks.py right (a guard on the fixture itself)?"""
+    logits = torch.zeros(4, 2)
+    log_pi = F.log_softmax(logits, -1)[torch.arange(4), torch.tensor([0, 1, 1, 0])]
+    adv = torch.tensor([2.0, 2.0, 0.0, 1.0]) - torch.tensor([1.0, 2.0, 0.5, 0.0])
+    assert float(-(log_pi * adv).mean()) == pytest.approx(checks._A2C_EXPECTED["policy_loss"])
+    assert float(adv.pow(2).mean()) == pytest.approx(checks._A2C_EXPECTED["value_loss"])

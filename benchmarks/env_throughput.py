@@ -10,13 +10,15 @@ Runs, for each game, the same pre-generated random actions through:
   course wrappers, built from gymnasium's own wrappers;
 * ``ale-raw``: ``ale_py.vector_env.AtariVectorEnv`` alone (an upper bound: no Python on top).
 
-Every config is warmed up (``--warmup`` steps, not timed), then timed over ``--steps`` batch
-steps; the score is agent steps per second, ``steps * envs / seconds``. The run FAILS (exit
+All configs of a game are built together and warmed up (``--warmup`` steps, not timed); then
+``--rounds`` rounds time ``--steps`` batch steps of each config in turn, so that a slow moment
+of the machine hits every config alike; the score is the median over the rounds of agent
+steps per second, ``steps * envs / seconds``. The run FAILS (exit
 code 1) unless, for every game, the default backend is >= 1.3x gym-async and "subprocess" is
 >= 1.0x gym-async. Timings are only meaningful on an otherwise idle machine::
 
     python benchmarks/env_throughput.py                       # full measurement
-    python benchmarks/env_throughput.py --steps 200 --games Breakout   # quick check
+    python benchmarks/env_throughput.py --steps 200 --rounds 1 --games Breakout   # quick check
 """
 
 from __future__ import annotations
@@ -73,57 +75,69 @@ def make_config(name: str, env_id: str, nenvs: int) -> gym.vector.VectorEnv:
     raise ValueError(f"unknown config {name!r}")
 
 
-def measure(env: gym.vector.VectorEnv, actions: np.ndarray, warmup: int) -> float:
-    """Agent steps per second over ``actions[warmup:]``, after ``warmup`` untimed steps."""
-    env.reset(seed=0)
-    for a in actions[:warmup]:
-        env.step(a)
+def measure(env: gym.vector.VectorEnv, actions: np.ndarray) -> float:
+    """Agent steps per second over ``actions`` (one row of N actions per batch step)."""
     start = time.perf_counter()
-    for a in actions[warmup:]:
+    for a in actions:
         env.step(a)
     seconds = time.perf_counter() - start
-    return actions[warmup:].size / seconds
+    return actions.size / seconds
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=2000, help="timed batch steps per config")
+    parser.add_argument("--steps", type=int, default=1000, help="timed batch steps per round")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds, configs alternate")
     parser.add_argument("--warmup", type=int, default=100, help="untimed batch steps first")
     parser.add_argument("--envs", type=int, default=8, help="envs per batch")
     parser.add_argument(
         "--games", nargs="+", default=["Breakout", "SpaceInvaders"], help="e.g. Breakout Pong"
     )
     args = parser.parse_args(argv)
-    for flag in ("steps", "envs"):
+    for flag in ("steps", "envs", "rounds"):
         if getattr(args, flag) < 1:
             parser.error(f"--{flag} must be >= 1, got {getattr(args, flag)}")
     if args.warmup < 0:
         parser.error(f"--warmup must be >= 0, got {args.warmup}")
 
-    configs = [f"default ({DEFAULT_BACKEND})", "native", "subprocess", "sequential"]
-    configs += [BASELINE, "ale-raw"]
+    configs = ["native", "subprocess", "sequential", BASELINE, "ale-raw"]
+    default = f"default ({DEFAULT_BACKEND})"
     print(
-        f"{args.envs} envs, {args.warmup} warm-up + {args.steps} timed steps, {os.cpu_count()} CPUs"
+        f"{args.envs} envs, {args.warmup} warm-up steps, then {args.rounds} rounds of "
+        f"{args.steps} timed steps per config (configs alternate; median shown), "
+        f"{os.cpu_count()} CPUs"
     )
     failures = []
     for game in args.games:
         env_id = f"{game}NoFrameskip-v4"
-        results: dict[str, float] = {}
-        for name in configs:
-            env = make_config(name, env_id, args.envs)
-            try:
-                n_actions = int(env.single_action_space.n)
-                rng = np.random.default_rng(0)  # the same actions for every config
-                actions = rng.integers(0, n_actions, size=(args.warmup + args.steps, args.envs))
-                results[name] = measure(env, actions, args.warmup)
-            finally:
+        envs = {name: make_config(name, env_id, args.envs) for name in configs}
+        rates: dict[str, list[float]] = {name: [] for name in configs}
+        try:
+            n_actions = int(envs[BASELINE].single_action_space.n)
+            rng = np.random.default_rng(0)  # the same actions for every config
+            warmup = rng.integers(0, n_actions, size=(args.warmup, args.envs))
+            rounds = rng.integers(0, n_actions, size=(args.rounds, args.steps, args.envs))
+            for env in envs.values():
+                env.reset(seed=0)
+                measure(env, warmup)
+            for actions in rounds:
+                for name in configs:
+                    rates[name].append(measure(envs[name], actions))
+        finally:
+            for env in envs.values():
                 env.close()
+        results = {name: float(np.median(r)) for name, r in rates.items()}
+        results = {default: results[DEFAULT_BACKEND], **results}
         base = results[BASELINE]
         print(f"\n{game}: agent steps/s (ratio to {BASELINE})")
         for name, rate in results.items():
-            print(f"  {name:<22} {rate:>9.0f}   x{rate / base:.2f}")
+            spread = rates.get(name, rates[DEFAULT_BACKEND])
+            print(
+                f"  {name:<22} {rate:>9.0f}   x{rate / base:.2f}"
+                f"   (rounds: {', '.join(f'{r:.0f}' for r in spread)})"
+            )
         for key, target in TARGETS.items():
-            name = configs[0] if key == "default" else key
+            name = default if key == "default" else key
             ratio = results[name] / base
             verdict = "ok" if ratio >= target else "FAIL"
             print(f"  target {name} >= {target}x {BASELINE}: x{ratio:.2f} {verdict}")

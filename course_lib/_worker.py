@@ -6,10 +6,16 @@ Protocol (one pipe per worker, strictly one reply per command, in order):
 parent sends                worker replies ``(payload, ok)``
 ==========================  =========================================================
 ``("spaces", None)``        ``((observation_space, action_space), True)``
+``("attach", ObsSlot)``     ``(None, True)``: from now on observations go to shared memory
 ``("reset", (seed, opts))`` ``((obs, info), True)``
 ``("step", action)``        ``(EnvStep, True)`` (the env is already reset if it ended)
 ``("close", None)``         nothing: the worker closes its env and exits
 ==========================  =========================================================
+
+Observations are the bulk of the traffic (28 KB per env and step for ``uint8 (4, 84, 84)``).
+Once attached, a worker writes each new observation into its own row of a shared-memory array
+(:class:`ObsSlot`) and sends ``None`` in its place, so the pipes carry only rewards, flags and
+infos, and nothing is pickled twice. ``final_obs`` (rare) still travels through the pipe.
 
 If the env raises, the worker replies ``((exception text, traceback text), False)`` and keeps
 waiting: the parent decides what to do (it re-raises an :class:`EnvWorkerError`).
@@ -31,15 +37,19 @@ import multiprocessing
 import signal
 import sys
 import traceback
+from dataclasses import dataclass
+from multiprocessing import shared_memory
 from multiprocessing.connection import Connection
 from typing import Any
 
 import cloudpickle
+import numpy as np
 
 from ._batch_common import step_with_autoreset
 
 __all__ = [
     "EnvWorkerError",
+    "ObsSlot",
     "default_start_method",
     "forkserver_preload",
     "pickle_env_fn",
@@ -63,6 +73,32 @@ class EnvWorkerError(RuntimeError):
         super().__init__(text)
 
 
+@dataclass(frozen=True)
+class ObsSlot:
+    """Where a worker writes its observations: row ``index`` of a shared ``(N, *shape)`` array."""
+
+    name: str  #: name of the ``multiprocessing.shared_memory.SharedMemory`` block
+    nenvs: int
+    shape: tuple[int, ...]
+    dtype: str
+    index: int
+
+    def view(self, shm: shared_memory.SharedMemory) -> np.ndarray:
+        """The whole ``(N, *shape)`` array backed by ``shm``."""
+        return np.ndarray((self.nenvs, *self.shape), dtype=self.dtype, buffer=shm.buf)
+
+
+def _attach(slot: ObsSlot) -> tuple[shared_memory.SharedMemory, np.ndarray]:
+    """Open the parent's shared block and return it with this worker's row.
+
+    The parent starts its resource tracker before its workers, so every worker shares it
+    (whatever the start method) and the block is tracked once and unlinked by the parent
+    alone, in ``close()``.
+    """
+    shm = shared_memory.SharedMemory(name=slot.name)
+    return shm, slot.view(shm)[slot.index]
+
+
 def worker_main(index: int, remote: Connection, pickled_env_fn: bytes) -> None:
     """Make env number ``index`` and serve the parent's commands until told to close.
 
@@ -70,7 +106,9 @@ def worker_main(index: int, remote: Connection, pickled_env_fn: bytes) -> None:
     factories defined in a notebook (lambdas, local functions) work with ``spawn`` too.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _one_thread_per_worker()
     env = None
+    shm, obs_row = None, None  # set by "attach"
     try:
         while True:
             try:
@@ -82,7 +120,11 @@ def worker_main(index: int, remote: Connection, pickled_env_fn: bytes) -> None:
             try:
                 if env is None:  # made lazily so that a failing factory is reported too
                     env = cloudpickle.loads(pickled_env_fn)()
-                reply = (_run(env, command, data), True)
+                if command == "attach":
+                    shm, obs_row = _attach(data)
+                    reply = (None, True)
+                else:
+                    reply = (_run(env, command, data, obs_row), True)
             except Exception as exc:  # noqa: BLE001 - every failure goes back to the parent
                 reply = (_describe(exc), False)
             _send(remote, reply)
@@ -94,7 +136,21 @@ def worker_main(index: int, remote: Connection, pickled_env_fn: bytes) -> None:
                 env.close()
             except Exception:  # noqa: BLE001 - closing is best effort on the way out
                 pass
+        if shm is not None:
+            del obs_row  # the view must go before the block can be closed
+            shm.close()
         remote.close()
+
+
+def _one_thread_per_worker() -> None:
+    """Keep OpenCV on this worker's own thread.
+
+    A batch already runs one process per env: OpenCV's default thread pool (one thread per
+    core) in every worker only adds thread wake-ups and context switches to each tiny resize.
+    """
+    import cv2
+
+    cv2.setNumThreads(1)
 
 
 def _describe(exc: BaseException) -> tuple[str, str]:
@@ -117,13 +173,23 @@ def _send(remote: Connection, reply: tuple[Any, bool]) -> None:
         remote.send((("cannot send the reply to the parent: " + message, trace), False))
 
 
-def _run(env: Any, command: str, data: Any) -> Any:
-    """Carry out one command on ``env`` and return the reply payload."""
+def _run(env: Any, command: str, data: Any, obs_row: np.ndarray | None) -> Any:
+    """Carry out one command on ``env`` and return the reply payload.
+
+    With a shared ``obs_row``, the observation is written there and replaced by ``None``.
+    """
     if command == "step":
-        return step_with_autoreset(env, data)
+        result = step_with_autoreset(env, data)
+        if obs_row is not None:
+            obs_row[...] = result.obs
+            result = result._replace(obs=None)
+        return result
     if command == "reset":
         seed, options = data
         obs, info = env.reset(seed=seed, options=options)
+        if obs_row is not None:
+            obs_row[...] = obs
+            obs = None
         return obs, dict(info)
     if command == "spaces":
         return env.observation_space, env.action_space

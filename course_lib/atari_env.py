@@ -145,7 +145,13 @@ def make_atari_env(
             f"`render_mode` must be None, 'rgb_array' (frames for videos) or 'human', "
             f"got {render_mode!r}."
         )
-    env = gym.make(game.env_id, render_mode=render_mode)
+    # No PassiveEnvChecker: it wraps every emulator frame in one more Python call, and
+    # tests/test_atari_single_rom.py runs gymnasium's full env checker on the stack instead.
+    # obs_type="grayscale": the emulator converts to gray (its palette's luminance, as ale-py's
+    # vector env does), so the max over two frames and the resize work on a third of the bytes.
+    env = gym.make(
+        game.env_id, obs_type="grayscale", render_mode=render_mode, disable_env_checker=True
+    )
     return wrap_atari(
         env,
         clip_reward=clip_reward,

@@ -168,7 +168,8 @@ class MaxLastTwoFrames(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     def observation(self, observation: np.ndarray) -> np.ndarray:
         assert self._previous is not None, "step() before reset()"  # OrderEnforcing checks it
         pooled = np.maximum(self._previous, observation)
-        self._previous = np.array(observation, copy=True)
+        # No copy: ale-py returns a new array for every frame (and so do the test fakes).
+        self._previous = observation
         return pooled
 
 
@@ -287,12 +288,16 @@ class EpisodicLife(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
 
 class GrayscaleResize(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
-    """Obs: RGB ``(210, 160, 3)`` -> gray ``uint8 (size, size)``, resized with ``cv2.INTER_AREA``.
+    """Obs: a frame -> gray ``uint8 (size, size)``, resized with ``cv2.INTER_AREA``.
 
     Colour carries little information in most Atari games and 84x84 gray is 19 times smaller
-    than the raw frame. Gray = 0.299 R + 0.587 G + 0.114 B (``cv2.COLOR_RGB2GRAY``);
-    ``INTER_AREA`` averages the source pixels that fall into each target pixel, so thin
-    objects (bullets, the ball) fade instead of disappearing as with nearest-neighbour.
+    than the raw RGB frame. An RGB frame ``(210, 160, 3)`` is converted with
+    Gray = 0.299 R + 0.587 G + 0.114 B (``cv2.COLOR_RGB2GRAY``); a frame that is already gray
+    ``(210, 160)`` (the emulator's own conversion, ``obs_type="grayscale"``, which
+    :func:`~course_lib.atari_env.make_atari_env` uses: it is faster and is what ale-py's vector
+    env does) is only resized. ``INTER_AREA`` averages the source pixels that fall into each
+    target pixel, so thin objects (bullets, the ball) fade instead of disappearing as with
+    nearest-neighbour.
     """
 
     def __init__(self, env: gym.Env, size: int = 84):
@@ -300,16 +305,20 @@ class GrayscaleResize(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         super().__init__(env)
         self.size = _check_int("size", size, 1, "use 84 as in the Nature DQN")
         space = env.observation_space
-        if not (isinstance(space, spaces.Box) and len(space.shape) == 3 and space.shape[2] == 3):
+        shape = getattr(space, "shape", None) or ()
+        self._rgb = len(shape) == 3 and shape[2] == 3
+        if not (isinstance(space, spaces.Box) and (self._rgb or len(shape) == 2)):
             raise ValueError(
-                f"GrayscaleResize needs RGB frames of shape (height, width, 3), got the "
-                f"observation space {space}: make the env with the default obs_type='rgb'."
+                f"GrayscaleResize needs RGB frames (height, width, 3) or gray frames "
+                f"(height, width), got the observation space {space}: make the env with "
+                f"obs_type='rgb' or 'grayscale'."
             )
         self.observation_space = spaces.Box(0, 255, (self.size, self.size), np.uint8)
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
-        gray = cv2.cvtColor(np.ascontiguousarray(observation), cv2.COLOR_RGB2GRAY)
-        return cv2.resize(gray, (self.size, self.size), interpolation=cv2.INTER_AREA)
+        if self._rgb:
+            observation = cv2.cvtColor(np.ascontiguousarray(observation), cv2.COLOR_RGB2GRAY)
+        return cv2.resize(observation, (self.size, self.size), interpolation=cv2.INTER_AREA)
 
 
 class FrameStack(gym.Wrapper, gym.utils.RecordConstructorArgs):

@@ -22,7 +22,12 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from multiprocessing import resource_tracker, shared_memory
+from multiprocessing.connection import wait as wait_for_connections
 from typing import Any
+
+import gymnasium as gym
+import numpy as np
 
 from ._batch_common import (
     BatchBase,
@@ -35,6 +40,7 @@ from ._batch_common import (
 )
 from ._worker import (
     EnvWorkerError,
+    ObsSlot,
     default_start_method,
     forkserver_preload,
     pickle_env_fn,
@@ -182,6 +188,8 @@ class ParallelEnvBatch(BatchBase):
         self._processes: list[Any] = []
         self._remotes: list[Any] = []
         self._pending: list[bool] = []
+        self._shm: shared_memory.SharedMemory | None = None
+        self._shared_obs: np.ndarray | None = None  # (N, *obs_shape), written by the workers
         self._started = False  # True once every worker has made its env
         env_fns = check_env_fns(env_fns)
         seed = check_seed(seed)
@@ -204,6 +212,9 @@ class ParallelEnvBatch(BatchBase):
         if method == "forkserver":
             # Takes effect only if the (process-wide) forkserver has not started yet.
             ctx.set_forkserver_preload(forkserver_preload())
+        # Workers must share this process's resource tracker, which owns the shared block
+        # of observations (see _share_observations): start it before any worker.
+        resource_tracker.ensure_running()
         try:
             for i, fn in enumerate(env_fns):
                 pickled = pickle_env_fn(fn, i)
@@ -222,6 +233,7 @@ class ParallelEnvBatch(BatchBase):
             spaces = self._request([("spaces", None)] * len(env_fns))
             self._started = True
             self._setup(len(env_fns), [s[0] for s in spaces], [s[1] for s in spaces], seed)
+            self._share_observations()
         except BaseException:
             self.close()
             raise
@@ -231,16 +243,44 @@ class ParallelEnvBatch(BatchBase):
         """Process ids of the workers (env ``i`` runs in ``worker_pids[i]``)."""
         return [process.pid for process in self._processes]
 
+    def _share_observations(self) -> None:
+        """Give the workers a shared ``(N, *obs_shape)`` array to write observations into.
+
+        Only for a ``Box`` observation space (fixed shape and dtype, like Atari frames);
+        other spaces keep sending observations through the pipes.
+        """
+        space = self.single_observation_space
+        if not isinstance(space, gym.spaces.Box):
+            return
+        nbytes = self.num_envs * int(np.prod(space.shape)) * np.dtype(space.dtype).itemsize
+        self._shm = shared_memory.SharedMemory(create=True, size=max(nbytes, 1))
+        self._shared_obs = np.ndarray(
+            (self.num_envs, *space.shape), dtype=space.dtype, buffer=self._shm.buf
+        )
+        shape, dtype = tuple(space.shape), np.dtype(space.dtype).str
+        self._request(
+            [
+                ("attach", ObsSlot(self._shm.name, self.num_envs, shape, dtype, i))
+                for i in range(self.num_envs)
+            ]
+        )
+
     # ------------------------------------------------------------------ hooks
     def _reset_envs(
         self, seeds: list[int | None], options: dict[str, Any] | None
     ) -> list[tuple[Any, dict[str, Any]]]:
         self._drain()  # replies left over by an interrupted call
-        return self._request([("reset", (seed, options)) for seed in seeds])
+        results = self._request([("reset", (seed, options)) for seed in seeds])
+        if self._shared_obs is not None:  # the workers wrote the observations there
+            results = [(self._shared_obs[i], info) for i, (_, info) in enumerate(results)]
+        return results
 
     def _step_envs(self, actions: list[Any]) -> list[EnvStep]:
         assert not any(self._pending), "step() with replies pending: _needs_reset_reason unset"
-        return self._request([("step", action) for action in actions])
+        results = self._request([("step", action) for action in actions])
+        if self._shared_obs is not None:  # views; BatchBase._stack copies them out
+            results = [res._replace(obs=self._shared_obs[i]) for i, res in enumerate(results)]
+        return results
 
     def close_extras(self, **kwargs: Any) -> None:
         """Ask every worker to exit, wait up to ``CLOSE_TIMEOUT`` s, then terminate or kill."""
@@ -260,17 +300,47 @@ class ParallelEnvBatch(BatchBase):
                     process.join(1.0)
         for remote in self._remotes:
             remote.close()
+        if self._shm is not None:
+            self._shared_obs = None  # drop our view before closing the block
+            try:
+                self._shm.close()
+            except BufferError:  # a view is still referenced somewhere: unlink anyway
+                pass
+            try:
+                self._shm.unlink()
+            except FileNotFoundError:  # already gone
+                pass
+            self._shm = None
 
     # ------------------------------------------------------------------ pipes
     def _request(self, messages: list[tuple[str, Any]]) -> list[Any]:
-        """Send message i to worker i, then wait for every reply (so workers run in parallel)."""
+        """Send message i to worker i, then collect every reply (so workers run in parallel).
+
+        Replies are read as they arrive, with one ``wait`` over all pipes; a dead worker's
+        pipe reports end-of-file at once, and a silent one is checked every
+        ``POLL_INTERVAL`` s.
+        """
         for i, message in enumerate(messages):
             try:
                 self._remotes[i].send(message)
             except OSError:  # BrokenPipeError: the worker is dead
                 self._fail(i, self._death_message(i))
             self._pending[i] = True
-        return [self._receive(i) for i in range(len(messages))]
+        replies: list[Any] = [None] * len(messages)
+        waiting = {self._remotes[i]: i for i in range(len(messages))}
+        deadline = math.inf if self.timeout is None else time.monotonic() + self.timeout
+        while waiting:
+            ready = wait_for_connections(list(waiting), timeout=self.POLL_INTERVAL)
+            for remote in ready:
+                i = waiting.pop(remote)
+                replies[i] = self._read_reply(i)
+            if not ready:
+                for i in waiting.values():
+                    if not self._processes[i].is_alive():
+                        self._fail(i, self._death_message(i))
+                if time.monotonic() > deadline:
+                    self._fail(min(waiting.values()), f"no reply within timeout={self.timeout} s.")
+        return replies
 
     def _receive(self, i: int) -> Any:
         """Wait for worker ``i``'s reply, checking every ``POLL_INTERVAL`` s that it is alive."""
@@ -281,8 +351,12 @@ class ParallelEnvBatch(BatchBase):
                 self._fail(i, self._death_message(i))
             if time.monotonic() > deadline:
                 self._fail(i, f"no reply within timeout={self.timeout} s.")
+        return self._read_reply(i)
+
+    def _read_reply(self, i: int) -> Any:
+        """Read worker ``i``'s waiting reply; re-raise its failure as an ``EnvWorkerError``."""
         try:
-            payload, ok = remote.recv()
+            payload, ok = self._remotes[i].recv()
         except (EOFError, OSError):
             self._fail(i, self._death_message(i))
         self._pending[i] = False

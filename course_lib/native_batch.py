@@ -38,9 +38,9 @@ the same seeds and no random no-op start, the two play the same games step for s
 
 * **No-op starts** are 0 to ``noop_max - 1`` single frames after the FIRE (Python: FIRE, then
   1 to ``noop_max`` frames). Both only randomise the start; the frames differ, not the rules.
-* **Grayscale and resize** use ALE's own palette-to-luminance table and OpenCV's
-  ``INTER_AREA`` in C++ (Python: OpenCV on the RGB frame). No pixel difference was measured
-  over full Breakout and Space Invaders games; a conv net would not notice a few grey levels.
+* **Grayscale and resize**: both take the emulator's own gray screen and resize it with
+  OpenCV's ``INTER_AREA`` (here in C++, there in Python); no pixel difference was measured over
+  full Breakout and Space Invaders games.
 * The frame cap (``max_episode_frames``, 108000 frames = 30 minutes of play) counts frames
   from the end of the no-op start (Python: from the reset, up to 30 frames earlier). When it
   falls on the step of a life loss, the game is restarted with ``terminated=True,

@@ -329,9 +329,19 @@ def test_grayscale_resize_gives_84x84_uint8_luminance():
     assert env.observation_space == gym.spaces.Box(0, 255, (84, 84), np.uint8)
 
 
-def test_grayscale_resize_refuses_gray_frames():
-    with pytest.raises(ValueError, match=r"needs RGB frames of shape \(height, width, 3\)"):
-        GrayscaleResize(FakeAtariEnv(rgb=False))
+def test_grayscale_resize_only_resizes_frames_that_are_already_gray():
+    fake = FakeAtariEnv(rgb=False, frame_shape=(210, 160))
+    env = GrayscaleResize(fake)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (84, 84) and obs.dtype == np.uint8
+    assert np.all(obs == fake.frame_number % 256)  # a uniform gray frame stays that gray
+
+
+def test_grayscale_resize_refuses_frames_that_are_neither_rgb_nor_gray():
+    fake = FakeAtariEnv(rgb=False)
+    fake.observation_space = gym.spaces.Box(0, 255, (6, 5, 4), np.uint8)
+    with pytest.raises(ValueError, match=r"needs RGB frames \(height, width, 3\) or gray"):
+        GrayscaleResize(fake)
 
 
 def test_frame_stack_is_channels_first_oldest_first_and_black_padded_at_a_new_game():

@@ -24,6 +24,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 __all__ = [
+    "ClosingVectorEnv",
     "BatchBase",
     "EnvStep",
     "check_env_fns",
@@ -127,7 +128,30 @@ def naming_env(index: int) -> Iterator[None]:
         raise
 
 
-class BatchBase(VectorEnv):
+class ClosingVectorEnv(VectorEnv):
+    """A ``VectorEnv`` usable as a context manager, closed on garbage collection too.
+
+    Every course batch derives from it, so that ``with nature_dqn_env(...) as env:`` works and
+    a forgotten batch does not leave worker processes or C++ threads behind.
+    """
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # A failed constructor has already closed the batch (or never set `closed`);
+        # subclasses set up what close_extras() needs before anything can fail.
+        if not getattr(self, "closed", True):
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - never raise from a finaliser
+                pass
+
+
+class BatchBase(ClosingVectorEnv):
     """Shared part of the env batches: spaces, checks, seeding, stacking and info merging.
 
     Subclasses implement three hooks that talk to the envs, wherever they run:
@@ -225,21 +249,6 @@ class BatchBase(VectorEnv):
         terminated = np.array([res.terminated for res in results], dtype=np.bool_)
         truncated = np.array([res.truncated for res in results], dtype=np.bool_)
         return obs, rewards, terminated, truncated, infos
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # A failed constructor has already closed the batch; subclasses set up what
-        # close_extras() needs before anything can fail.
-        if not getattr(self, "closed", True):
-            try:
-                self.close()
-            except Exception:  # noqa: BLE001 - never raise from a finaliser
-                pass
 
     # ------------------------------------------------------------------ hooks
     def _reset_envs(

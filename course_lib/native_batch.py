@@ -52,11 +52,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from ._batch_common import check_seed
+from ._batch_common import ClosingVectorEnv, check_seed
 
 __all__ = ["NativeAtariBatch"]
 
@@ -78,7 +77,7 @@ def _rom_name(env_id: str) -> str:
     return resolve_env_id(env_id).game
 
 
-class NativeAtariBatch(gym.vector.VectorEnv):
+class NativeAtariBatch(ClosingVectorEnv):
     """``nenvs`` Atari games stepped on C++ threads, with the course's Nature-DQN semantics.
 
     Vector API (gymnasium 1.x), same as :class:`~course_lib.env_batch.EnvBatch`:
@@ -309,20 +308,6 @@ class NativeAtariBatch(gym.vector.VectorEnv):
         if env is not None:
             env.close()
             del env
-
-    def __enter__(self) -> NativeAtariBatch:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # Guard: the constructor may have failed before `closed` existed.
-        if not getattr(self, "closed", True):
-            try:
-                self.close()
-            except Exception:  # noqa: BLE001 - never raise from a finaliser
-                pass
 
     def __repr__(self) -> str:
         return (

@@ -69,7 +69,7 @@ REQUIRED_PARTS = (
 _BEGIN = re.compile(r"^# %% \[part: (?P<key>[A-Za-z0-9_]+)\]\s*$")
 _END = re.compile(r"^# %% \[end part: (?P<key>[A-Za-z0-9_]+)\]\s*$")
 _URL_LINE = re.compile(r'^COURSE_REPO_URL = ".*"$', re.MULTILINE)
-_BADGE = re.compile(r"\(https://colab\.research\.google\.com/[^)]*\)|\(COLAB_LINK\)")
+_BADGE = re.compile(r"\(https://colab\.research\.google\.com/github/[^)]*\)|\(COLAB_LINK\)")
 
 # A minimal nbgrader configuration: the course id and the stub every solution becomes.
 _NBGRADER_CONFIG = """\

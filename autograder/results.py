@@ -23,6 +23,7 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.utils import determine_grade
 
+from .checks import BONUS_PARTS
 from .course import ASSIGNMENT, NOTEBOOK
 from .feedback import cell_feedback
 
@@ -64,7 +65,10 @@ class GradeResult:
 
     @property
     def max_total(self) -> float:
-        return round(sum(part.max for part in self.parts.values()), 6)
+        """Full marks: the points of every part except the bonus ones (``BONUS_PARTS``)."""
+        return round(
+            sum(part.max for key, part in self.parts.items() if key not in BONUS_PARTS), 6
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON object of the design: ``{"total", "max_total", "parts"}``."""

@@ -23,6 +23,8 @@ from autograder.pipeline import Grader, grade_many
 from tests.submissions.course import MISBEHAVING, SOURCE, course_submission
 from tests.submissions.tiny import MISBEHAVING_SCORES, misbehaving_submission, tiny_source
 
+RELEASE = SOURCE.parents[1] / "notebooks" / "a2c.ipynb"  # the untouched student notebook
+
 
 def test_tiny_misbehaviours_cost_only_their_own_part(tmp_path: Path) -> None:
     """Is every part of the misbehaving tiny notebook scored as if the others were fine?"""
@@ -48,22 +50,29 @@ def test_tiny_misbehaviours_cost_only_their_own_part(tmp_path: Path) -> None:
 def test_course_notebook_misbehaviours_and_determinism(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Are the course notebook's misbehaving parts scored apart, and the reference twice alike?"""
+    """Are the course notebook's misbehaving parts scored apart, and the reference twice alike?
+
+    Also: does the untouched student release score zero on every autograded part?
+    """
     nbformat.write(course_submission(), tmp_path / "ref.ipynb")
     nbformat.write(course_submission(**MISBEHAVING), tmp_path / "bad.ipynb")
     subs = [
         Submission("alice", tmp_path / "ref.ipynb", 0.0),
         Submission("bob", tmp_path / "ref.ipynb", 0.0),
         Submission("mallory", tmp_path / "bad.ipynb", 0.0),
+        Submission("idle", RELEASE, 0.0),
     ]
     monkeypatch.setenv("A2C_GRADER_TIME_SCALE", "3")  # a shared, loaded machine: no flaky timeouts
     with Grader(SOURCE) as grader:
         results = grade_many(
             grader, subs, tmp_path / "out", jobs=2, progress=False, histogram=False, feedback=False
         )
-    alice, bob, mallory = results
+    by_student = {result.student: result for result in results}
+    alice, bob, mallory, idle = (by_student[name] for name in ("alice", "bob", "mallory", "idle"))
     assert alice.status == bob.status == mallory.status == "graded", [r.notes for r in results]
-    assert alice.total == alice.max_total == 14.0
+    assert idle.status == "graded" and set(idle.parts) == set(alice.parts)
+    assert {key: part.score for key, part in idle.parts.items()} == dict.fromkeys(idle.parts, 0.0)
+    assert alice.total == 14.0 and alice.max_total == 12.0  # gae: 2 bonus points
     assert alice.as_dict() == bob.as_dict()  # scores and feedback: grading is deterministic
     scores = {key: part.score for key, part in mallory.parts.items()}
     full = {key: part.max for key, part in alice.parts.items()}

@@ -26,7 +26,7 @@ import importlib
 
 from .base import SubCheck
 
-__all__ = ["PART_KEYS", "PART_NAMES", "subchecks"]
+__all__ = ["BONUS_PARTS", "PART_KEYS", "PART_NAMES", "subchecks"]
 
 #: The student's name each part key grades (what the notebook passes to ``grade_part``).
 PART_NAMES = {
@@ -38,6 +38,9 @@ PART_NAMES = {
     "gae": "ComputeGAE",
 }
 PART_KEYS = tuple(PART_NAMES)
+#: Bonus parts: their points count in ``total`` but not in ``max_total``, so a student who
+#: skips them can still reach full marks (nbgrader itself has no notion of bonus points).
+BONUS_PARTS = frozenset({"gae"})
 
 
 def subchecks(part_key: str) -> tuple[SubCheck, ...]:

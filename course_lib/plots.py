@@ -185,6 +185,10 @@ class TrainingDashboard:
             self._draw_series(ax, name)
         for ax in axes[npanels:]:
             ax.set_visible(False)
+        from matplotlib.ticker import FuncFormatter
+
+        for ax in axes[:npanels]:  # 1.5M, not 1500000: labels that do not collide
+            ax.xaxis.set_major_formatter(FuncFormatter(_short_count))
         last_step = max(
             [self.series[n][0][-1] for n in names] + list(self.games.steps[-1:]), default=0
         )
@@ -336,3 +340,11 @@ def plot_metrics_file(path: str | Path, out: str | Path | None = None, **kwargs:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out, dpi=100)
     return fig
+
+
+def _short_count(value: float, _position: Any = None) -> str:
+    """Axis label for a step count: 0, 500, 20k, 1.5M."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"

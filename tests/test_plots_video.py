@@ -281,3 +281,11 @@ def test_record_video_real_atari_from_env_id(tmp_path):
     frames, _ = read_mp4(result.path)
     assert frames.shape == (60, 210, 160, 3)
     assert frames[:, :, :, 0].std() > 1  # a real, non-blank screen
+
+
+def test_step_axis_labels_are_short():
+    """Do step counts on the x axes read 250k and 1.5M instead of colliding digits?"""
+    from course_lib.plots import _short_count
+
+    labels = [_short_count(x) for x in (0, 500, 20_000, 250_000, 1_500_000, 10_000_000)]
+    assert labels == ["0", "500", "20k", "250k", "1.5M", "10M"]

@@ -14,7 +14,6 @@ so it can run in a notebook as it is.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,12 +48,10 @@ class Entry:
         return f"{self.part}-{self.scenario}"
 
     def source(self) -> str:
-        """Notebook-ready code: the candidate (with its bases from this file) and its alias."""
-        objects = [self.candidate]
-        if inspect.isclass(self.candidate):
-            objects = [c for c in reversed(self.candidate.__mro__) if c.__module__ == __name__]
-        code = "\n\n".join(inspect.getsource(obj) for obj in objects)
-        return f"{code}\n{PART_NAMES[self.part]} = {self.candidate.__name__}\n"
+        """Notebook-ready code: the candidate, every helper of this file it uses, its alias."""
+        from tests.submissions.course import corpus_source
+
+        return corpus_source(self.candidate, PART_NAMES[self.part])
 
 
 def _fails(*keys: str) -> frozenset[str]:

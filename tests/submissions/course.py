@@ -4,6 +4,9 @@
 the hidden tests (as in the student release; nbgrader puts them back when grading) and lets a
 test replace or extend the code of the solution cells.
 
+:func:`corpus_source` turns an answer of the corpus (``tests/buggy_parts.py``) into the code of a
+solution cell, with every helper class it needs (``tests/test_corpus_nbgrader.py``).
+
 :data:`MISBEHAVING` is one submission in which every part misbehaves in its own way, so that one
 nbgrader run checks that each misbehaviour costs points in its own part only:
 
@@ -24,13 +27,17 @@ part                       what the student's cell does                         
 
 from __future__ import annotations
 
+import inspect
 import re
+import sys
+import types
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbformat import NotebookNode
 
-__all__ = ["MISBEHAVING", "SOURCE", "course_submission"]
+__all__ = ["MISBEHAVING", "SOURCE", "corpus_source", "course_submission"]
 
 SOURCE = Path(__file__).resolve().parents[2] / "solutions" / "a2c.ipynb"
 _HIDDEN = re.compile(r"\n?### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.DOTALL)
@@ -115,3 +122,53 @@ def course_submission(
         if grade_id in append:
             cell.source += "\n" + append[grade_id]
     return nb
+
+
+def _names_used(obj: Any) -> set[str]:
+    """The global names read by a function, or by any method of a class (nested code too)."""
+    if inspect.isclass(obj):
+        functions = [
+            getattr(value, "__func__", value)
+            for value in vars(obj).values()
+            if inspect.isfunction(getattr(value, "__func__", value))
+        ]
+    else:
+        functions = [obj]
+    names: set[str] = set()
+    codes = [function.__code__ for function in functions]
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
+    return names
+
+
+def corpus_source(candidate: Any, name: str) -> str:
+    """Notebook-ready code for a corpus answer: every helper it needs, then ``name = candidate``.
+
+    ``tests.buggy_parts.Entry.source`` adds the bases of a class only; a ``make_model`` function
+    that returns one of the file's classes (``make_model_values_n1`` -> ``_ValuesNotSqueezed``)
+    would raise ``NameError`` in the notebook. Here, every class or function of the candidate's
+    module that it reaches (through bases or global names, recursively) is included, in the
+    module's order, so that bases come before the classes built on them.
+    """
+    module = sys.modules[candidate.__module__]
+
+    def is_local(obj: Any) -> bool:
+        return (
+            inspect.isclass(obj) or inspect.isfunction(obj)
+        ) and obj.__module__ == module.__name__
+
+    needed: dict[str, Any] = {}
+    todo = [candidate]
+    while todo:
+        obj = todo.pop()
+        if obj.__name__ in needed:
+            continue
+        needed[obj.__name__] = obj
+        reached = list(obj.__mro__[1:]) if inspect.isclass(obj) else []
+        reached += [getattr(module, n) for n in _names_used(obj) if hasattr(module, n)]
+        todo.extend(other for other in reached if is_local(other))
+    ordered = sorted(needed.values(), key=lambda obj: inspect.getsourcelines(obj)[1])
+    code = "\n\n".join(inspect.getsource(obj) for obj in ordered)
+    return f"{code}\n{name} = {candidate.__name__}\n"

@@ -1,0 +1,46 @@
+"""Visible self-checks for the A2C notebook: call them after writing each part.
+
+Every check feeds your code a tiny hand-made input whose answer was worked out by hand
+(gamma = 0.5 so the numbers stay readable), prints ``OK ...`` lines when the answer matches,
+and otherwise raises :class:`CheckFailed` with what was expected, what came back (values and
+shapes) and the most likely mistake. They need nothing but ``course_lib`` and torch, and they
+are not the grading tests: the autograder compares your code with the reference more widely.
+
+>>> from course_lib import checks
+>>> checks.check_model(make_model)                       # doctest: +SKIP
+OK make_model: logits (2, 6), values (2,), uint8 and float inputs agree, gradients reach all 10 tensors
+
+The checks live in one module per part (or pair of related parts):
+
+=================================== ================================== ======================
+check                               candidate                          module
+=================================== ================================== ======================
+:func:`check_model`                 the function ``make_model``        :mod:`._model`
+:func:`check_policy`                the class ``Policy``               :mod:`._model`
+:func:`check_compute_value_targets` the class ``ComputeValueTargets``  :mod:`._targets`
+:func:`check_gae` (bonus)           the class ``ComputeGAE``           :mod:`._targets`
+:func:`check_merge_time_batch`      the class ``MergeTimeBatch``       :mod:`._merge`
+:func:`check_a2c`                   the class ``A2C``                  :mod:`._a2c`
+=================================== ================================== ======================
+
+:mod:`._common` holds :class:`CheckFailed`, :func:`require_implemented`, the message helpers
+and the tiny table model and policy that the checks feed to one part at a time.
+"""
+
+from ._a2c import _A2C_EXPECTED as _A2C_EXPECTED  # the tests guard the hand-worked numbers
+from ._a2c import check_a2c
+from ._common import CheckFailed, require_implemented
+from ._merge import check_merge_time_batch
+from ._model import check_model, check_policy
+from ._targets import check_compute_value_targets, check_gae
+
+__all__ = [
+    "CheckFailed",
+    "check_a2c",
+    "check_compute_value_targets",
+    "check_gae",
+    "check_merge_time_batch",
+    "check_model",
+    "check_policy",
+    "require_implemented",
+]

@@ -1,0 +1,169 @@
+"""Visible check of the A2C update: :func:`check_a2c` (losses, detached advantages, clipping)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._common import OBS_SHAPE, _fail, _obs, _ok, _TableModel, _TablePolicy
+
+#: The hand-worked batch: B=4 samples, 2 actions, all logits 0 (so pi = 0.5, log pi = -ln 2,
+#: entropy = ln 2), V = [1, 2, 0.5, 0], targets = [2, 2, 0, 1], advantages A = [1, 0, -0.5, 1].
+_A2C_VALUES = [1.0, 2.0, 0.5, 0.0]
+_A2C_TARGETS = [2.0, 2.0, 0.0, 1.0]
+_LN2 = math.log(2.0)
+_A2C_EXPECTED = {
+    "policy_loss": _LN2 * 1.5 / 4,  # -mean(-ln2 * A) = ln2 * mean(A)
+    "value_loss": (1 + 0 + 0.25 + 1) / 4,  # mean(A^2)
+    "entropy": _LN2,
+}
+_A2C_EXPECTED["loss"] = (
+    _A2C_EXPECTED["policy_loss"]
+    + 0.25 * _A2C_EXPECTED["value_loss"]
+    - 0.01 * _A2C_EXPECTED["entropy"]
+)
+#: d loss / d V_k = 0.25 * 2 (V_k - target_k) / 4; d loss / d logit_k = -(A_k / 4) (onehot(a_k) - 0.5);
+#: the entropy gradient is 0 at the uniform policy. Norm of all gradients: sqrt(0.10546875).
+_A2C_VALUE_GRAD = [-0.125, 0.0, 0.0625, -0.125]
+_A2C_GRAD_NORM = math.sqrt(0.10546875)
+
+
+def _a2c_setup(A2C: type, max_grad_norm: float) -> tuple[Any, _TableModel, dict[str, Any]]:
+    model = _TableModel([[0.0, 0.0]] * 4, _A2C_VALUES)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)  # so that a step = -clipped gradient
+    for p in model.parameters():
+        p.grad = torch.full_like(p, 5.0)  # stale gradients that zero_grad() must remove
+    algo = A2C(
+        _TablePolicy(model),
+        optimizer,
+        value_loss_coef=0.25,
+        entropy_coef=0.01,
+        max_grad_norm=max_grad_norm,
+    )
+    obs = _obs([0, 1, 2, 3])  # (4, 4, 84, 84)
+    actions = np.array([0, 1, 1, 0], dtype=np.int64)
+    logits, values = model(torch.as_tensor(obs))  # (4, 2), (4,)
+    log_probs = torch.log_softmax(logits, dim=-1)[torch.arange(4), torch.as_tensor(actions)]
+    trajectory = {
+        "observations": obs,
+        "actions": actions,
+        "logits": logits,
+        "log_probs": log_probs,
+        "values": values,
+        "value_targets": torch.tensor(_A2C_TARGETS),
+        "rewards": np.zeros(4, np.float32),
+        "resets": np.zeros(4, bool),
+        "state": {"latest_observation": _obs([0, 1]), "env_steps": 2},
+    }
+    return algo, model, trajectory
+
+
+def check_a2c(
+    A2C: type, Policy: type | None = None, make_model: Callable[[int], nn.Module] | None = None
+) -> None:
+    """``A2C(...).step(merged_trajectory)``: the three losses, detached advantages, clipping."""
+    part = "A2C"
+    before = [1.0, 2.0, 0.5, 0.0]
+    algo, model, trajectory = _a2c_setup(A2C, max_grad_norm=10.0)
+    stats = algo.step(trajectory)
+    if not isinstance(stats, dict):
+        _fail(part, "step() must return a dict of floats.", "dict", type(stats))
+    for key in ("loss", "policy_loss", "value_loss", "entropy", "grad_norm"):
+        if key not in stats:
+            _fail(
+                part,
+                f"step() result misses `{key}`.",
+                hint="return loss, policy_loss, value_loss, entropy, grad_norm.",
+            )
+        if isinstance(stats[key], torch.Tensor):
+            _fail(
+                part, f"`{key}` is a tensor; return plain floats.", hint="use .item() on each loss."
+            )
+    hints = {
+        "policy_loss": "policy_loss = -mean(log_probs * advantages.detach()), advantages = targets - values.",
+        "value_loss": "value_loss = mean((value_targets - values) ** 2): a mean, not a sum, no 0.5 factor.",
+        "entropy": "entropy = mean over the batch of -sum_a pi(a) log pi(a), pi = softmax(logits).",
+        "loss": "loss = policy_loss + value_loss_coef * value_loss - entropy_coef * entropy (minus: the bonus).",
+    }
+    for key, expected in _A2C_EXPECTED.items():
+        if not math.isclose(float(stats[key]), expected, abs_tol=1e-4):
+            _fail(
+                part,
+                f"wrong `{key}` for V=[1, 2, 0.5, 0], targets=[2, 2, 0, 1], logits 0, "
+                "value_loss_coef 0.25, entropy_coef 0.01.",
+                round(expected, 5),
+                round(float(stats[key]), 5),
+                hints[key],
+            )
+    step = (model.value_table.detach() - torch.tensor(before)).numpy()  # SGD lr 1: -gradient
+    if np.allclose(step, [-g - 5.0 for g in _A2C_VALUE_GRAD], atol=1e-4):
+        _fail(
+            part,
+            "old gradients were added to the new ones.",
+            hint="call optimizer.zero_grad() first.",
+        )
+    if not np.allclose(-step, _A2C_VALUE_GRAD, atol=1e-4):
+        _fail(
+            part,
+            "wrong gradient on the values.",
+            np.array(_A2C_VALUE_GRAD),
+            -step,
+            "advantages.detach() in the policy loss: only the value loss may move V.",
+        )
+    if not math.isclose(float(stats["grad_norm"]), _A2C_GRAD_NORM, abs_tol=1e-4):
+        _fail(
+            part,
+            "grad_norm should be the total norm before clipping.",
+            round(_A2C_GRAD_NORM, 5),
+            float(stats["grad_norm"]),
+            "grad_norm = clip_grad_norm_(parameters, max_grad_norm).",
+        )
+    _ok(
+        f"A2C losses: policy {stats['policy_loss']:.4f}, value {stats['value_loss']:.4f}, "
+        f"entropy {stats['entropy']:.4f}, total {stats['loss']:.4f}; advantages detached"
+    )
+    algo, model, trajectory = _a2c_setup(A2C, max_grad_norm=0.1)
+    algo.step(trajectory)
+    moved = torch.cat(
+        [
+            (model.value_table.detach() - torch.tensor(before)),
+            model.logit_table.detach().reshape(-1),
+        ]
+    )
+    if not math.isclose(float(moved.norm()), 0.1, abs_tol=1e-4):
+        _fail(
+            part,
+            "with max_grad_norm=0.1 and SGD(lr=1) the parameters should move by exactly 0.1.",
+            0.1,
+            round(float(moved.norm()), 5),
+            "clip_grad_norm_ after backward(), before optimizer.step().",
+        )
+    _ok("A2C clips the gradient norm (0.3248 -> 0.1) before the optimizer step")
+    if Policy is None or make_model is None:
+        return
+    torch.manual_seed(0)
+    policy = Policy(make_model(4))
+    params = [p.detach().clone() for p in policy.model.parameters()]
+    out = policy.act(np.random.default_rng(0).integers(0, 256, (6, *OBS_SHAPE), np.uint8))
+    out["value_targets"] = torch.linspace(-1.0, 1.0, 6)
+    out["observations"] = np.zeros((6, *OBS_SHAPE), np.uint8)
+    optimizer = torch.optim.RMSprop(policy.model.parameters(), lr=7e-4, alpha=0.99, eps=1e-5)
+    stats = A2C(policy, optimizer).step(out)
+    if not all(
+        math.isfinite(float(stats[k])) for k in ("loss", "policy_loss", "value_loss", "entropy")
+    ):
+        _fail(part, "non-finite statistics with your Policy and model.", actual=stats)
+    if all(
+        torch.equal(a, b.detach()) for a, b in zip(params, policy.model.parameters(), strict=True)
+    ):
+        _fail(
+            part,
+            "one step with your Policy and model left every parameter unchanged.",
+            hint="is the optimizer built on policy.model.parameters()? is optimizer.step() called?",
+        )
+    _ok("A2C.step with your Policy and make_model: finite losses, parameters updated")

@@ -1,0 +1,161 @@
+"""Visible checks of the network and the policy: :func:`check_model`, :func:`check_policy`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._common import OBS_SHAPE, _fail, _obs, _ok, _TableModel
+
+
+def check_model(make_model: Callable[[int], nn.Module]) -> None:
+    """``make_model(n_actions)(obs) -> (logits (N, A), values (N,))`` for uint8 or float obs."""
+    part = "make_model"
+    torch.manual_seed(0)
+    model = make_model(6)
+    if not isinstance(model, nn.Module):
+        _fail(part, "make_model must return an nn.Module.", "nn.Module", type(model))
+    obs = torch.as_tensor(np.random.default_rng(0).integers(0, 256, (2, *OBS_SHAPE), np.uint8))
+    try:
+        out = model(obs)
+    except RuntimeError as err:
+        _fail(
+            part,
+            f"the model fails on uint8 input (N, 4, 84, 84): {err}",
+            hint="convert inside forward: x = obs.float() / 255.0 (Conv2d needs floats).",
+        )
+    if not (isinstance(out, tuple) and len(out) == 2):
+        _fail(
+            part, "the model must return a pair (logits, values).", "tuple of 2 tensors", type(out)
+        )
+    logits, values = out
+    if tuple(logits.shape) != (2, 6):
+        _fail(
+            part,
+            "logits have the wrong shape for N=2 observations, 6 actions.",
+            (2, 6),
+            tuple(logits.shape),
+            "the policy head is nn.Linear(512, n_actions).",
+        )
+    if tuple(values.shape) != (2,):
+        _fail(
+            part,
+            "values have the wrong shape.",
+            (2,),
+            tuple(values.shape),
+            "the value head gives (N, 1): return values.squeeze(-1).",
+        )
+    float_logits, float_values = model(obs.float())
+    if not (
+        torch.allclose(logits, float_logits, atol=1e-5)
+        and torch.allclose(values, float_values, atol=1e-5)
+    ):
+        _fail(
+            part,
+            "uint8 and float32 copies of the same observations give different outputs.",
+            hint="convert with obs.float() / 255 for every input dtype; do not rescale floats twice.",
+        )
+    if not (torch.isfinite(logits).all() and torch.isfinite(values).all()):
+        _fail(part, "outputs contain NaN or inf.", actual=logits)
+    (logits.sum() + values.sum()).backward()
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    dead = [n for n, p in params if p.grad is None]
+    if dead:
+        _fail(
+            part,
+            f"these parameters get no gradient: {dead}",
+            hint="are they used in forward? (no .detach(), no numpy inside the model)",
+        )
+    if tuple(make_model(4)(obs)[0].shape) != (2, 4):
+        _fail(part, "make_model(4) does not give 4 logits.", hint="use n_actions, not a constant.")
+    n_params = sum(p.numel() for _, p in params)
+    _ok(
+        f"make_model: logits (2, 6), values (2,), uint8 and float inputs agree, "
+        f"gradients reach all {len(params)} tensors ({n_params:,} parameters)"
+    )
+
+
+def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = None) -> None:
+    """``Policy(model).act(obs)`` returns actions, logits, log_probs, values; samples softmax(logits)."""
+    part = "Policy"
+    probs = [0.7, 0.2, 0.1]
+    model = _TableModel([[math.log(p) for p in probs]], [0.5])
+    policy = Policy(model)
+    torch.manual_seed(0)
+    n = 64
+    counts = np.zeros(3)
+    for _ in range(25):
+        out = policy.act(_obs([0] * n))
+        counts += np.bincount(np.asarray(out["actions"]).reshape(-1), minlength=3)[:3]
+    freq = counts / counts.sum()
+    if freq[0] > 0.97:
+        _fail(
+            part,
+            "actions are (almost) always the most likely one.",
+            probs,
+            freq.round(3),
+            "sample from Categorical(logits=logits) instead of taking argmax.",
+        )
+    if np.abs(freq - probs).max() > 0.05:
+        _fail(
+            part,
+            "action frequencies do not follow softmax(logits).",
+            probs,
+            freq.round(3),
+            "Categorical(logits=logits) takes raw logits; Categorical(probs=...) needs a softmax.",
+        )
+    _ok(f"Policy samples softmax(logits): frequencies {freq.round(2).tolist()} for {probs}")
+    if make_model is None:
+        return
+    torch.manual_seed(0)
+    policy = Policy(make_model(6))
+    out = policy.act(_obs([0, 128, 255]))
+    missing = {"actions", "logits", "log_probs", "values"} - set(out)
+    if missing:
+        _fail(
+            part,
+            f"act() misses the keys {sorted(missing)}.",
+            hint="return a dict with these four keys.",
+        )
+    actions, logits, log_probs, values = (
+        out[k] for k in ("actions", "logits", "log_probs", "values")
+    )
+    if not isinstance(actions, np.ndarray) or actions.shape != (3,) or actions.dtype != np.int64:
+        _fail(
+            part,
+            "actions must be a numpy int64 array (N,) for the env batch.",
+            "ndarray (3,) int64",
+            actions,
+            "actions.cpu().numpy()",
+        )
+    if not ((actions >= 0) & (actions < 6)).all():
+        _fail(part, "actions out of range [0, 6).", actual=actions)
+    for name, x, shape in (
+        ("logits", logits, (3, 6)),
+        ("log_probs", log_probs, (3,)),
+        ("values", values, (3,)),
+    ):
+        if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape:
+            _fail(part, f"`{name}` must be a torch tensor of shape {shape}.", shape, x)
+    expected = torch.log_softmax(logits, dim=-1)[torch.arange(3), torch.as_tensor(actions)]
+    if not torch.allclose(log_probs, expected, atol=1e-5):
+        _fail(
+            part,
+            "log_probs are not log softmax(logits)[actions].",
+            expected,
+            log_probs,
+            "use dist.log_prob(actions) of the same distribution you sampled from.",
+        )
+    if not (values.requires_grad and log_probs.requires_grad):
+        _fail(
+            part,
+            "values and log_probs must keep their autograd graph (A2C backpropagates through them).",
+            hint="do not wrap act() in torch.no_grad() and do not .detach() its outputs.",
+        )
+    _ok(
+        "Policy.act with your model: actions (3,) int64, logits (3, 6), log_probs (3,), values (3,) with graph"
+    )

@@ -1,0 +1,155 @@
+"""Visible checks of the value targets: n-step :func:`check_compute_value_targets` and the
+bonus :func:`check_gae`, both on the same hand-worked trajectory (T=3, N=2, gamma 0.5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ._common import _as_array, _fail, _has_graph, _obs, _ok, _value_policy
+
+# ---------------------------------------------------------------------------- targets
+#: The hand-worked trajectory: T=3 steps, N=2 envs, gamma 0.5, env 1 ends at t=1.
+_REWARDS = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]  # r_t, (T, N)
+_RESETS = [[False, False], [False, True], [False, False]]  # reset_t, (T, N)
+#: v_T = V(latest_observation) = [4, 8]; v_t = r_t + 0.5 (1 - reset_t) v_{t+1}, backwards.
+_TARGETS = [[1.75, 0.5], [1.5, 1.0], [3.0, 5.0]]
+_TARGET_MISTAKES = [
+    (
+        [[1.75, 1.75], [1.5, 3.5], [3.0, 5.0]],
+        "env 1 ended at t=1, so v_1 must not add gamma * v_2: did you forget (1 - reset_t)?",
+    ),
+    (
+        [[1.5, 0.5], [1.0, 1.0], [2.0, 4.0]],
+        "you bootstrapped from observations[-1] (V=[2, 6]); use state['latest_observation'] (V=[4, 8]).",
+    ),
+    (
+        [[1.25, 0.5], [0.5, 1.0], [1.0, 1.0]],
+        "no bootstrap: start the recursion from v_T = V(latest_observation), not 0.",
+    ),
+    (
+        [[6.0, 1.0], [5.0, 1.0], [5.0, 9.0]],
+        "gamma is missing (these are gamma=1 sums): use self.gamma.",
+    ),
+    (
+        [[3.0, 5.0], [1.5, 1.0], [1.75, 0.5]],
+        "the targets are in reverse time order: reverse the list you built backwards.",
+    ),
+]
+
+
+def _target_trajectory() -> dict[str, Any]:
+    return {
+        "observations": [_obs([7, 7]), _obs([1, 3]), _obs([2, 6])],  # V(obs_t)
+        "rewards": [np.array(r, dtype=np.float32) for r in _REWARDS],
+        "resets": [np.array(d, dtype=bool) for d in _RESETS],
+        "state": {"latest_observation": _obs([4, 8]), "env_steps": 3},
+    }
+
+
+def check_compute_value_targets(ComputeValueTargets: type) -> None:
+    """``ComputeValueTargets(policy, gamma)(trajectory)`` adds n-step targets, shape (T, N), no graph."""
+    part = "ComputeValueTargets"
+    trajectory = _target_trajectory()
+    ComputeValueTargets(_value_policy(), gamma=0.5)(trajectory)
+    if "value_targets" not in trajectory:
+        _fail(
+            part, "trajectory['value_targets'] is missing.", hint="add it in place; return nothing."
+        )
+    raw = trajectory["value_targets"]
+    targets = _as_array(raw, part, "value_targets")
+    if targets.shape != (3, 2):
+        _fail(
+            part,
+            "value_targets must be T=3 tensors of shape (N=2,) or one (3, 2) tensor.",
+            (3, 2),
+            targets.shape,
+        )
+    if not np.allclose(targets, _TARGETS, atol=1e-5):
+        hint = "compute backwards: v = V(s_T); for t = T-1..0: v = r_t + gamma * (1 - reset_t) * v."
+        for wrong, why in _TARGET_MISTAKES:
+            if np.allclose(targets, wrong, atol=1e-5):
+                hint = why
+        _fail(
+            part,
+            "wrong targets for r=[[1,0],[0,1],[1,1]], resets at (t=1, env 1), "
+            "V(latest)=[4,8], gamma=0.5 (rows: t, columns: env).",
+            np.array(_TARGETS),
+            targets,
+            hint,
+        )
+    if _has_graph(raw):
+        _fail(
+            part,
+            "value_targets carry an autograd graph.",
+            hint="compute V(latest_observation) under torch.no_grad() (targets are constants).",
+        )
+    _ok(
+        "ComputeValueTargets: (3, 2) targets [[1.75, 0.5], [1.5, 1.0], [3.0, 5.0]] with the reset, no graph"
+    )
+
+
+# ---------------------------------------------------------------------------- gae (bonus)
+#: Same trajectory as the targets, V(obs_t) = [[7, 7], [1, 3], [2, 6]], V_T = [4, 8],
+#: gamma = lambda_ = 0.5: delta_t = r_t + gamma (1 - d_t) V_{t+1} - V_t,
+#: A_t = delta_t + gamma lambda_ (1 - d_t) A_{t+1}, A_T = 0; value_targets = A + V.
+_GAE_ADVANTAGES = [[-5.4375, -6.0], [0.25, -2.0], [1.0, -1.0]]
+_GAE_TARGETS = [[1.5625, 1.0], [1.25, 1.0], [3.0, 5.0]]
+_GAE_MISTAKES = [
+    (
+        [[-5.4375, -5.3125], [0.25, 0.75], [1.0, -1.0]],
+        "mask both delta_t and the A_{t+1} term with (1 - d_t).",
+    ),
+    ([[-5.4375, -6.0625], [0.25, -2.25], [1.0, -1.0]], "the A_{t+1} term also needs (1 - d_t)."),
+    (
+        [[-5.25, -6.5], [0.5, -2.0], [1.0, -1.0]],
+        "lambda_ is missing: A_t = delta_t + gamma * lambda_ * ...",
+    ),
+    ([[-5.5, -6.0], [0.0, -2.0], [0.0, -2.0]], "bootstrap V_T from state['latest_observation']."),
+]
+
+
+def check_gae(ComputeGAE: type) -> None:
+    """``ComputeGAE(policy, gamma, lambda_)(trajectory)`` adds (T, N) advantages and value targets."""
+    part = "ComputeGAE"
+    trajectory = _target_trajectory()
+    policy = _value_policy()
+    trajectory["values"] = [policy.model(torch.as_tensor(o))[1] for o in trajectory["observations"]]
+    ComputeGAE(policy, gamma=0.5, lambda_=0.5)(trajectory)
+    for key in ("advantages", "value_targets"):
+        if key not in trajectory:
+            _fail(part, f"trajectory['{key}'] is missing.", hint="add both keys in place.")
+        if _has_graph(trajectory[key]):
+            _fail(
+                part,
+                f"`{key}` carries an autograd graph.",
+                hint="use values[t].detach() and torch.no_grad().",
+            )
+    advantages = _as_array(trajectory["advantages"], part, "advantages")
+    if advantages.shape != (3, 2) or not np.allclose(advantages, _GAE_ADVANTAGES, atol=1e-5):
+        hint = "go backwards: A_t = delta_t + gamma * lambda_ * (1 - d_t) * A_{t+1}, A_T = 0."
+        for wrong, why in _GAE_MISTAKES:
+            if advantages.shape == (3, 2) and np.allclose(advantages, wrong, atol=1e-5):
+                hint = why
+        _fail(
+            part,
+            "wrong advantages (gamma = lambda_ = 0.5, V_t = [[7, 7], [1, 3], [2, 6]], V_T = [4, 8]).",
+            np.array(_GAE_ADVANTAGES),
+            advantages,
+            hint,
+        )
+    targets = _as_array(trajectory["value_targets"], part, "value_targets")
+    if targets.shape != (3, 2) or not np.allclose(targets, _GAE_TARGETS, atol=1e-5):
+        _fail(
+            part,
+            "wrong value_targets.",
+            np.array(_GAE_TARGETS),
+            targets,
+            "value_targets = advantages + V_t.",
+        )
+    _ok(
+        "ComputeGAE: (3, 2) advantages and value_targets = advantages + V, with the reset, no graph"
+    )

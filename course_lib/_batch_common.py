@@ -24,6 +24,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 __all__ = [
+    "check_discrete_actions",
     "ClosingVectorEnv",
     "BatchBase",
     "EnvStep",
@@ -126,6 +127,40 @@ def naming_env(index: int) -> Iterator[None]:
         if hasattr(exc, "add_note"):  # Python 3.11+
             exc.add_note(f"(raised by env {index} of the batch)")
         raise
+
+
+def check_discrete_actions(actions: Any, n: int, low: int, high: int) -> np.ndarray:
+    """Check a batch of ``Discrete`` actions BEFORE any env moves; return them as an int array.
+
+    ``actions`` must be ``n`` integers in ``[low, high)`` (a list, a numpy array or anything
+    numpy reads as one); the ``ValueError`` says what was expected and what came instead.
+    """
+    expected = f"an int array of shape ({n},) with values in [{low}, {high})"
+    try:
+        arr = np.asarray(actions)
+    except (TypeError, ValueError) as exc:  # ragged lists, GPU tensors
+        raise ValueError(
+            f"`actions` must be {expected}, got {type(actions).__name__} that numpy cannot "
+            f"read ({exc}). Pass a flat list or a CPU array (tensor.cpu().numpy())."
+        ) from exc
+    if arr.shape != (n,):
+        raise ValueError(
+            f"`actions` must be {expected}: one action per env. Got shape {arr.shape}"
+            f" ({type(actions).__name__}). Pass actions for all {n} envs as a flat array."
+        )
+    if arr.dtype.kind not in "iu":
+        raise ValueError(
+            f"`actions` must be {expected}. Got dtype {arr.dtype}: {arr!r}. "
+            f"Sample integer action indices (e.g. with Categorical(logits).sample()), "
+            f"not probabilities or logits."
+        )
+    bad = (arr < low) | (arr >= high)
+    if bad.any():
+        raise ValueError(
+            f"`actions` must be {expected}. Got {arr.tolist()}: env(s) "
+            f"{np.flatnonzero(bad).tolist()} got an action outside [{low}, {high})."
+        )
+    return arr
 
 
 class ClosingVectorEnv(VectorEnv):
@@ -282,30 +317,5 @@ class BatchBase(ClosingVectorEnv):
                     f"`actions` must hold {n} actions (one per env), got {len(actions)}."
                 )
             return list(actions)
-        low, high = int(space.start), int(space.start + space.n)
-        expected = f"an int array of shape ({n},) with values in [{low}, {high})"
-        try:
-            arr = np.asarray(actions)
-        except (TypeError, ValueError) as exc:  # ragged lists, GPU tensors
-            raise ValueError(
-                f"`actions` must be {expected}, got {type(actions).__name__} that numpy cannot "
-                f"read ({exc}). Pass a flat list or a CPU array (tensor.cpu().numpy())."
-            ) from exc
-        if arr.shape != (n,):
-            raise ValueError(
-                f"`actions` must be {expected}: one action per env. Got shape {arr.shape}"
-                f" ({type(actions).__name__}). Pass actions for all {n} envs as a flat array."
-            )
-        if arr.dtype.kind not in "iu":
-            raise ValueError(
-                f"`actions` must be {expected}. Got dtype {arr.dtype}: {arr!r}. "
-                f"Sample integer action indices (e.g. with Categorical(logits).sample()), "
-                f"not probabilities or logits."
-            )
-        bad = (arr < low) | (arr >= high)
-        if bad.any():
-            raise ValueError(
-                f"`actions` must be {expected}. Got {arr.tolist()}: env(s) "
-                f"{np.flatnonzero(bad).tolist()} got an action outside [{low}, {high})."
-            )
+        arr = check_discrete_actions(actions, n, int(space.start), int(space.start + space.n))
         return [int(a) for a in arr]

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from ._batch_common import ClosingVectorEnv, check_seed
+from ._batch_common import ClosingVectorEnv, check_discrete_actions, check_seed
 
 __all__ = ["NativeAtariBatch"]
 
@@ -197,26 +197,8 @@ class NativeAtariBatch(ClosingVectorEnv):
         return seed
 
     def _check_actions(self, actions: Any) -> np.ndarray:
-        n, n_actions = self.num_envs, int(self.single_action_space.n)
-        expected = f"an int array of shape ({n},) with values in [0, {n_actions})"
-        arr = np.asarray(actions)
-        if arr.shape != (n,):
-            raise ValueError(
-                f"`actions` must be {expected}: one action per env. Got shape {arr.shape}"
-                f" ({type(actions).__name__}). Pass actions for all {n} envs as a flat array."
-            )
-        if arr.dtype.kind not in "iu":
-            raise ValueError(
-                f"`actions` must be {expected}. Got dtype {arr.dtype}: {arr!r}. "
-                f"Sample integer action indices (e.g. with Categorical(logits).sample()), "
-                f"not probabilities or logits."
-            )
-        bad = (arr < 0) | (arr >= n_actions)
-        if bad.any():
-            raise ValueError(
-                f"`actions` must be {expected}. Got {arr.tolist()}: env(s) "
-                f"{np.flatnonzero(bad).tolist()} got an action outside [0, {n_actions})."
-            )
+        n_actions = int(self.single_action_space.n)
+        arr = check_discrete_actions(actions, self.num_envs, 0, n_actions)
         return np.ascontiguousarray(arr, dtype=np.int64)
 
     # -- vector API ----------------------------------------------------------------------------

@@ -40,6 +40,9 @@ class Submission:
     student: str
     path: Path
     mtime: float
+    #: where the instructor finds it: the path, or ``archive.zip:member`` for a zip member
+    #: (``path`` is then in a temporary folder that is gone after grading)
+    origin: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
         scratch: an existing folder where archives are unpacked.
     """
     found: list[tuple[Path, Path | None]] = []  # (notebook, root it was found under)
+    archives: dict[Path, Path] = {}  # root of an unpacked archive -> the archive
     problems: list[Problem] = []
     for given in map(Path, inputs):
         if given.is_dir():
@@ -121,6 +125,7 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
             except (zipfile.BadZipFile, OSError) as error:
                 problems.append(Problem(given, f"unreadable zip archive ({error})"))
                 continue
+            archives[root] = given
             found += [(path, root) for path in _notebooks(root)]
         elif given.suffix.lower() == ".ipynb" and given.is_file():
             found.append((given, None))
@@ -140,7 +145,10 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
                 )
             )
             continue
-        submission = Submission(student, path, path.stat().st_mtime)
+        origin = str(path)
+        if root in archives:
+            origin = f"{archives[root]}:{path.relative_to(root).as_posix()}"
+        submission = Submission(student, path, path.stat().st_mtime, origin)
         kept = by_student.get(student)
         if kept is None:
             by_student[student] = submission

@@ -217,6 +217,9 @@ def grade_many(
         results.append(
             GradeResult(name, status=f"not graded: {problem.reason}", source=str(problem.path))
         )
+    origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}
+    for result in results:  # name files as the instructor knows them (zip members too)
+        result.source = origins.get(result.source, result.source)
     results.sort(key=lambda result: result.student)
     write_grades_csv(results, out / "grades.csv")
     (out / "summary.txt").write_text(summary_table(results) + "\n", encoding="utf-8")

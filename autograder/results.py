@@ -66,9 +66,7 @@ class GradeResult:
     @property
     def max_total(self) -> float:
         """Full marks: the points of every part except the bonus ones (``BONUS_PARTS``)."""
-        return round(
-            sum(part.max for key, part in self.parts.items() if key not in BONUS_PARTS), 6
-        )
+        return round(sum(part.max for key, part in self.parts.items() if key not in BONUS_PARTS), 6)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON object of the design: ``{"total", "max_total", "parts"}``."""

@@ -118,6 +118,9 @@ def test_collect_folders_zips_and_duplicates(tmp_path: Path) -> None:
         "carol": "a2c (1).ipynb",
         "erin": "a2c.ipynb",
     }
+    origins = {s.student: s.origin for s in subs}  # the names the instructor knows
+    assert origins["erin"] == f"{archive}:submitted/erin/a2c/a2c.ipynb"
+    assert origins["alice"] == str(folder / "alice.ipynb")
     reasons = {p.path.name: p.reason for p in problems}
     assert "duplicate" in reasons["Copy of a2c.ipynb"]
     assert "no student name" in reasons["a2c.ipynb"]

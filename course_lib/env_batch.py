@@ -21,7 +21,7 @@ import multiprocessing
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from multiprocessing import resource_tracker, shared_memory
 from multiprocessing.connection import wait as wait_for_connections
 from typing import Any
@@ -314,20 +314,25 @@ class ParallelEnvBatch(BatchBase):
 
     # ------------------------------------------------------------------ pipes
     def _request(self, messages: list[tuple[str, Any]]) -> list[Any]:
-        """Send message i to worker i, then collect every reply (so workers run in parallel).
-
-        Replies are read as they arrive, with one ``wait`` over all pipes; a dead worker's
-        pipe reports end-of-file at once, and a silent one is checked every
-        ``POLL_INTERVAL`` s.
-        """
+        """Send message i to worker i, then collect every reply (so workers run in parallel)."""
         for i, message in enumerate(messages):
             try:
                 self._remotes[i].send(message)
             except OSError:  # BrokenPipeError: the worker is dead
                 self._fail(i, self._death_message(i))
             self._pending[i] = True
-        replies: list[Any] = [None] * len(messages)
-        waiting = {self._remotes[i]: i for i in range(len(messages))}
+        replies = self._collect(range(len(messages)))
+        return [replies[i] for i in range(len(messages))]
+
+    def _collect(self, indices: Iterable[int]) -> dict[int, Any]:
+        """Wait for the reply of every worker in ``indices``; return ``{index: payload}``.
+
+        Replies are read as they arrive, with one ``wait`` over all pipes; a dead worker's
+        pipe reports end-of-file at once, and a silent one is checked every
+        ``POLL_INTERVAL`` s.
+        """
+        replies: dict[int, Any] = {}
+        waiting = {self._remotes[i]: i for i in indices}
         deadline = math.inf if self.timeout is None else time.monotonic() + self.timeout
         while waiting:
             ready = wait_for_connections(list(waiting), timeout=self.POLL_INTERVAL)
@@ -341,17 +346,6 @@ class ParallelEnvBatch(BatchBase):
                 if time.monotonic() > deadline:
                     self._fail(min(waiting.values()), f"no reply within timeout={self.timeout} s.")
         return replies
-
-    def _receive(self, i: int) -> Any:
-        """Wait for worker ``i``'s reply, checking every ``POLL_INTERVAL`` s that it is alive."""
-        remote, process = self._remotes[i], self._processes[i]
-        deadline = math.inf if self.timeout is None else time.monotonic() + self.timeout
-        while not remote.poll(self.POLL_INTERVAL):
-            if not process.is_alive():
-                self._fail(i, self._death_message(i))
-            if time.monotonic() > deadline:
-                self._fail(i, f"no reply within timeout={self.timeout} s.")
-        return self._read_reply(i)
 
     def _read_reply(self, i: int) -> Any:
         """Read worker ``i``'s waiting reply; re-raise its failure as an ``EnvWorkerError``."""
@@ -368,9 +362,7 @@ class ParallelEnvBatch(BatchBase):
 
     def _drain(self) -> None:
         """Read and drop the replies an interrupted call left in the pipes."""
-        for i, pending in enumerate(self._pending):
-            if pending:
-                self._receive(i)
+        self._collect(i for i, pending in enumerate(self._pending) if pending)
 
     def _fail(self, i: int, message: str, worker_traceback: str = "") -> None:
         """Close the whole batch, then raise ``EnvWorkerError`` for worker ``i``."""

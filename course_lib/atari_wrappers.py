@@ -162,8 +162,8 @@ class MaxLastTwoFrames(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> ResetReturn:
         obs, info = self.env.reset(seed=seed, options=options)
-        self._previous = np.array(obs, copy=True)
-        return self._previous.copy(), info
+        self._previous = obs  # no copy: see observation()
+        return obs, info
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
         assert self._previous is not None, "step() before reset()"  # OrderEnforcing checks it

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import nbformat
 
+from solutions.build_notebooks import ASSIGNMENT, SOURCE_NOTEBOOK
+
 __all__ = [
     "ASSIGNMENT",
     "NOTEBOOK",
@@ -51,11 +53,10 @@ __all__ = [
     "tree_digest",
 ]
 
-#: The assignment id and the notebook's name (without .ipynb), fixed by the course.
-ASSIGNMENT = "a2c"
+#: The notebook's name (without .ipynb); the assignment id and the source notebook come from
+#: the notebook builder, so that the release and the grading course agree.
 NOTEBOOK = "a2c"
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SOURCE_NOTEBOOK = REPO_ROOT / "solutions" / "a2c.ipynb"
 CONFIG_FILE = Path(__file__).resolve().with_name("nbgrader_config.py")
 #: The packages the kernel imports, snapshotted into ``lib/``.
 PACKAGES = ("autograder", "solutions", "course_lib")

@@ -275,10 +275,10 @@ class BatchBase(ClosingVectorEnv):
             raise
         infos: dict[str, Any] = {}
         for i, res in enumerate(results):
+            info = _normalise_episode(res.info)
             if res.final_obs is not None:
-                final = {"final_obs": res.final_obs, "final_info": _normalise_episode(res.info)}
-                infos = self._add_info(infos, final, i)
-            infos = self._add_info(infos, _normalise_episode(res.info), i)
+                infos = self._add_info(infos, {"final_obs": res.final_obs, "final_info": info}, i)
+            infos = self._add_info(infos, info, i)
         obs = self._stack([res.obs for res in results])
         rewards = np.array([res.reward for res in results], dtype=np.float32)
         terminated = np.array([res.terminated for res in results], dtype=np.bool_)

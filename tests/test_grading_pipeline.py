@@ -52,6 +52,23 @@ def test_config_drops_stderr_and_restores_cells() -> None:
     assert c.Execute.raise_on_iopub_timeout is False
 
 
+def test_release_build_and_grading_share_the_stub_settings() -> None:
+    """The release build (solutions.build_notebooks) and the grading config set the course id
+    and the solution stubs each in their own file (solutions may not import autograder): do
+    they agree, so that graded cells and the release's stubs are what nbgrader expects?"""
+    from traitlets.config import Config
+
+    from solutions import build_notebooks
+
+    build = Config()
+    exec(build_notebooks._NBGRADER_CONFIG, {"get_config": lambda: build})
+    grading = nbgrader_config.c
+    assert build.CourseDirectory.course_id == grading.CourseDirectory.course_id
+    assert build.CourseDirectory.course_id == build_notebooks.ASSIGNMENT
+    assert build.ClearSolutions.code_stub == grading.ClearSolutions.code_stub
+    assert build.ClearSolutions.text_stub == grading.ClearSolutions.text_stub
+
+
 def test_config_preprocessor_lists_import_and_keep_nbgrader_defaults() -> None:
     """Do the preprocessor lists name importable classes, nbgrader's own ones in its order?"""
     from nbgrader.converters.autograde import Autograde

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                 seed=args.seed,
                 device=args.device,
                 log_interval=max(1_000, min(20_000, args.steps // 100)),
-                checkpoint_interval=max(10_000, args.steps // 10),
+                checkpoint_interval=max(10_000, min(250_000, args.steps // 10)),
             )
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))

@@ -35,6 +35,7 @@ from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from course_lib.runtime import flush_denormals  # noqa: E402
 from solutions.checkpoint import load_checkpoint  # noqa: E402
 from solutions.config import A2CConfig  # noqa: E402
 from solutions.train import CHECKPOINT_NAME, train  # noqa: E402
@@ -64,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-games", type=int, default=0, help="extra final evaluation games")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
+    flush_denormals()  # before torch starts its threads (see course_lib.runtime)
     if args.steps < 1:
         parser.error(f"--steps must be a positive integer, got {args.steps}")
     game = args.env.replace("NoFrameskip-v4", "")

@@ -54,7 +54,7 @@ from course_lib import nature_dqn_env
 from course_lib.episode_stats import EpisodeStats
 from course_lib.plots import TrainingDashboard
 from course_lib.runners import EnvRunner
-from course_lib.runtime import resolve_device, seed_everything, set_torch_threads
+from course_lib.runtime import flush_denormals, resolve_device, seed_everything, set_torch_threads
 
 from .checkpoint import load_checkpoint, save_checkpoint, set_rng_state
 from .config import (
@@ -162,6 +162,7 @@ def train(
         video_frames: cap on the frames of the final video (0: no video).
         progress: show a tqdm progress bar.
     """
+    flush_denormals()  # long CPU runs: RMSprop state in denormals (see course_lib.runtime)
     out_dir = Path(out_dir)
     ckpt_path = out_dir / CHECKPOINT_NAME
     if resume and not ckpt_path.is_file():
@@ -341,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the arguments, train, print a summary; returns the exit status."""
+    flush_denormals()  # before torch starts its threads, so that they all inherit it
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

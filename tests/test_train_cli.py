@@ -9,6 +9,8 @@ from __future__ import annotations
 import csv
 import json
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -98,6 +100,33 @@ def test_resolve_device_auto_cpu_and_clear_errors():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
             runtime.resolve_device("cuda")
+
+
+_DENORMAL_PRODUCT = """
+import torch
+from course_lib.runtime import flush_denormals
+supported = flush_denormals() if {flush} else None
+torch.set_num_threads(2)
+# 20 * 2**-149, one of the smallest denormals: where RMSprop's running squares get stuck.
+smallest = torch.tensor([20], dtype=torch.int32).view(torch.float32)
+v = smallest.expand(1_000_000).clone()  # big enough to be split between torch's 2 threads
+bits = v.mul(0.99).view(torch.int32)  # RMSprop's decay, v <- 0.99 v, where the gradient is 0
+print(supported, int((bits != 0).sum()))
+"""
+
+
+@pytest.mark.parametrize("flush", [False, True])
+def test_flush_denormals_zeroes_stuck_denormals_in_every_torch_thread(flush):
+    """Without flushing, 0.99 x a tiny denormal rounds back to itself (RMSprop's state stays
+    there for good); after flush_denormals(), called before torch computes anything, the product
+    is 0 in the main thread and in torch's worker thread alike."""
+    code = _DENORMAL_PRODUCT.format(flush=flush)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    supported, nonzero = done.stdout.split()
+    if flush and supported == "False":
+        pytest.skip("this CPU has no flush-to-zero mode (torch.set_flush_denormal returned False)")
+    assert int(nonzero) == (0 if flush else 1_000_000)
 
 
 def test_set_torch_threads_sets_and_validates():

@@ -9,8 +9,8 @@ played during training (``runner.episode_stats.mean_recent(100)``). Known target
 ==============================  ===========  ======  =========================
 game                            agent steps  target  where
 ==============================  ===========  ======  =========================
-SpaceInvadersNoFrameskip-v4     1,000,000    >= 250  CPU (about 25+ minutes)
-SpaceInvadersNoFrameskip-v4     10,000,000   >= 600  GPU (the course's target)
+SpaceInvadersNoFrameskip-v4     1,000,000    >= 250  CPU (about 20 minutes on 2 cores)
+SpaceInvadersNoFrameskip-v4     10,000,000   >= 600  GPU, or CPU (about 3 hours on 2 cores)
 ==============================  ===========  ======  =========================
 
 The target of the largest listed budget not above ``--steps`` applies; with a smaller budget

@@ -1,12 +1,14 @@
-"""Hidden autograder of the A2C course kit: checks every graded part against the reference.
+"""Hidden autograder of the A2C course kit: grades every part against the reference.
 
-* :func:`autograder.hidden.grade_part` is what a graded notebook cell calls; it prints
-  feedback and returns the points earned (nbgrader's partial credit).
-* :mod:`autograder.checks` holds the sub-checks of each part, one module per part key.
-* :mod:`autograder.sandbox` runs student code quietly, under a time limit, without raising.
+* :mod:`autograder.checks`: per part, the probes that run the student's code and the judges that
+  compare what came back with the reference;
+* :mod:`autograder.hidden`: the plan of probe steps, the judging of their records, and
+  :func:`~autograder.hidden.grade_part` for an instructor's own notebook;
+* :mod:`autograder.sandbox`: runs a submission's notebook in a throw-away bubblewrap sandbox;
+* :mod:`autograder.pipeline`: grades submissions (sandbox, judging, nbgrader gradebook, feedback).
 
-The package imports ``solutions.reference`` (the reference parts) and ``course_lib``; nothing
-imports it back.
+The package imports ``solutions.reference`` and ``course_lib``; nothing imports it back, and
+nothing of it is ever visible to the student's code.
 """
 
 from .hidden import grade_part, run_part

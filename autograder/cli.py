@@ -1,4 +1,4 @@
-"""``python -m autograder``: grade one notebook, or a class's worth, through nbgrader.
+"""``python -m autograder``: grade one notebook, or a class's worth, in a sandbox.
 
 Commands::
 
@@ -8,8 +8,11 @@ Commands::
 
 ``grade`` prints a table per part, or with ``--json`` exactly one JSON object on stdout::
 
-    {"total": float, "max_total": float,
+    {"total": float, "max_total": float, "status": str, "notes": str, "sandboxed": bool,
      "parts": {"<part key>": {"score": float, "max": float, "feedback": str}}}
+
+``status`` is ``graded`` or why not (``error: ...``, ``timeout: ...``, ``tampered: ...``,
+``unreadable: ...``); ``sandboxed`` is false when bubblewrap could not start (read the note).
 
 ``grade-all`` writes ``grades.csv``, ``feedback/<student>.html``, ``summary.txt`` and
 ``scores.png`` into ``--out`` (default ``grading-output``) and prints the summary.
@@ -53,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="NB",
             help="the nbgrader source notebook with the hidden tests (default: %(default)s)",
         )
+        sub.add_argument(
+            "--no-sandbox",
+            action="store_true",
+            help="run notebooks as plain processes (debugging only: results say sandboxed false)",
+        )
 
     one = commands.add_parser("grade", help="grade one notebook")
     one.add_argument("path", type=Path, help="the submitted .ipynb")
@@ -79,7 +87,7 @@ def _grade(args: argparse.Namespace) -> int:
             f"error: {args.path} does not exist (give the path of a .ipynb file)", file=sys.stderr
         )
         return 2
-    with Grader(args.source, timeout=args.timeout) as grader:
+    with Grader(args.source, timeout=args.timeout, isolate=not args.no_sandbox) as grader:
         result = grader.grade(args.path, student=args.student)
     if args.json:
         print(json.dumps(result.as_dict()))
@@ -105,7 +113,7 @@ def _grade_all(args: argparse.Namespace) -> int:
         if not submissions:
             print("error: no notebook to grade in the inputs", file=sys.stderr)
             return 1
-        with Grader(args.source, timeout=args.timeout) as grader:
+        with Grader(args.source, timeout=args.timeout, isolate=not args.no_sandbox) as grader:
             results = grade_many(
                 grader,
                 submissions,

@@ -7,20 +7,15 @@ nbgrader grades inside a *course directory*. :func:`build_template` makes one, o
             nbgrader_config.py     copied from autograder/nbgrader_config.py
             source/a2c/a2c.ipynb   the solution notebook (solution cells + hidden tests)
             release/a2c/a2c.ipynb  what `nbgrader generate_assignment` made of it
-        db/gradebook.db            the gradebook: OUTSIDE the course tree (CourseDirectory.db_url)
-        lib/                       a snapshot of autograder/, solutions/ and course_lib/ (PYTHONPATH)
+        db/gradebook.db            the gradebook: outside the course tree (CourseDirectory.db_url)
+        lib/course_lib/            a snapshot of course_lib: the only package of this repository
+                                   the sandboxed notebook sees (read-only)
 
-:func:`new_workspace` writes a copy of the template (read once into memory, so a
-submission that writes into the template's folder changes nothing) for ONE submission, so each submission has its own
-gradebook, its own copy of the hidden tests and the reference, and its own working directory:
-whatever a submission's code writes or deletes (the gradebook, the autograder's files) cannot
-change another submission's grade, nor the repository's files, which are read once, when the
-template is built. :func:`autograde` then runs the real ``nbgrader autograde`` in a subprocess.
-
-The nbgrader subprocess gets ``PYTHONPATH=<lib>`` (the kernel imports ``autograder`` and
-``solutions`` from the snapshot), ``A2C_KIT_QUICK=1`` (nbgrader itself sets
-``NBGRADER_EXECUTION``: training cells run a few seconds only) and thread limits, so that
-parallel gradings share the cores instead of fighting over them.
+:func:`new_workspace` writes a copy of the template (read once into memory) for ONE submission,
+so each submission has its own course and gradebook. No student code ever runs in these folders:
+the notebook runs in a sandbox (:mod:`autograder.sandbox`) that sees only the ``lib`` snapshot,
+and nbgrader, run here by :func:`autograde` with execution switched off
+(``autograder/nbgrader_config.py``), only records the grader's scores in the gradebook.
 """
 
 from __future__ import annotations
@@ -58,8 +53,8 @@ __all__ = [
 NOTEBOOK = "a2c"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_FILE = Path(__file__).resolve().with_name("nbgrader_config.py")
-#: The packages the kernel imports, snapshotted into ``lib/``.
-PACKAGES = ("autograder", "solutions", "course_lib")
+#: The packages the sandboxed notebook imports, snapshotted into ``lib/``.
+PACKAGES = ("course_lib",)
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.ipynb")
 
 
@@ -108,22 +103,16 @@ def tree_digest(folder: Path) -> dict[str, str]:
     return {name: hashlib.sha256(data).hexdigest() for name, data in read_tree(folder).items()}
 
 
-def nbgrader_env(lib: Path, threads: int = 1) -> dict[str, str]:
-    """The environment of an nbgrader process (and so of its kernel); see the module docstring."""
+def nbgrader_env() -> dict[str, str]:
+    """The environment of a (trusted) nbgrader process: it imports ``autograder``'s steps."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(lib), *filter(None, [env.get("PYTHONPATH")])])
-    env["A2C_KIT_QUICK"] = "1"
-    env["MPLBACKEND"] = "Agg"
-    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # silence the debugger's frozen-modules warning
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[name] = str(max(1, threads))
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
 def run_nbgrader(
     workspace: CourseTemplate,
     args: list[str],
-    threads: int = 1,
     timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m nbgrader ARGS`` on ``workspace``'s course and gradebook; raise on failure.
@@ -143,7 +132,7 @@ def run_nbgrader(
         done = subprocess.run(
             command,
             cwd=workspace.course,
-            env=nbgrader_env(workspace.lib, threads),
+            env=nbgrader_env(),
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -228,32 +217,20 @@ def new_workspace(files: dict[str, bytes], dest: Path) -> CourseTemplate:
 
 
 def autograde(
-    workspace: CourseTemplate,
-    student: str,
-    notebook: nbformat.NotebookNode,
-    timeout: float | None = None,
-    threads: int = 1,
+    workspace: CourseTemplate, student: str, notebook: nbformat.NotebookNode, record: Path
 ) -> Path:
-    """Autograde ``notebook`` as ``student``'s submission; returns the autograded notebook.
+    """Record ``notebook`` (already run) and the grader's ``record`` in the gradebook.
 
-    Args:
-        timeout: the per-cell time limit in seconds (``Execute.timeout``); ``None`` keeps the
-            config's.
-        threads: CPU threads the kernel may use (torch, OpenMP).
+    Runs ``nbgrader autograde`` without execution; returns the autograded notebook.
 
     Raises:
-        NbgraderError: nbgrader could not grade the notebook (its log is in the message).
+        NbgraderError: nbgrader could not record the notebook (its log is in the message).
     """
     target = workspace.submitted_notebook(student)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)
     args = ["autograde", ASSIGNMENT, f"--student={student}", "--force"]
-    if timeout is not None:
-        args.append(f"--Execute.timeout={int(timeout)}")
-    # The whole run: every cell could use its limit, plus kernel start-up.
-    cells = sum(cell.cell_type == "code" for cell in notebook.cells)
-    overall = None if timeout is None else 300 + 2 * timeout * max(cells, 1)
-    run_nbgrader(workspace, args, threads=threads, timeout=overall)
+    run_nbgrader(workspace, [*args, f"--TrustedScores.record={record}"], timeout=300)
     result = workspace.autograded_notebook(student)
     if not result.is_file():
         raise NbgraderError(f"nbgrader autograde wrote no {result}")

@@ -1,60 +1,37 @@
-"""The hidden-test entry point: ``grade_part(part_key, candidate, points) -> float``.
+"""Judge each graded part from what the student's code returned: scores and feedback.
 
-A graded test cell of the course notebook ends with::
+The checks of a part (:mod:`autograder.checks`) are *probes* that run the student's code, and
+*judges* that compare what came back with the reference. Two ways to use them:
 
-    from autograder.hidden import grade_part
-    grade_part("policy", Policy, 2)
+* grading (:mod:`autograder.pipeline`): :func:`make_plan` lists every probe step as plain data
+  for the sandboxed process that runs the notebook; that process writes one record per step
+  (:func:`course_lib.checks.harness.record_part`), and :func:`judge_part` turns the records
+  into a :class:`PartResult` here, in the trusted process, which never runs student code;
+* in the same process, for the instructor's and self-learner's own notebook (the hidden-test
+  cells of ``solutions/a2c.ipynb``): :func:`grade_part` probes and judges at once, prints the
+  feedback and returns the points (a plain float, nbgrader's partial credit).
 
-``grade_part`` runs the sub-checks of the part (:mod:`autograder.checks`) against the
-reference, prints one feedback line per sub-check, and returns the points earned as a Python
-``float``, which is the cell's ``execute_result``. How nbgrader reads that result
-(``nbgrader.utils.determine_grade``/``get_partial_grade``, nbgrader 0.9.6):
-
-* an ``error`` output or **any stderr stream** in the cell gives 0 points, so nothing here
-  raises because of the student's code and all stderr output is captured;
-* the text of a float result ``>= 0`` is the partial credit; ``0.0`` gives 0 points;
-* a negative number, ``nan``, or text that is not a float (``np.float64(1.0)`` under numpy 2)
-  gives *full* points with only a warning, and a value above the cell's points raises; so the
-  result is always a plain float clamped to ``[0, points]`` and rounded to 1e-6.
-
-Determinism: every sub-check reseeds Python, numpy and torch with its own fixed seed, so grading
-a notebook twice gives the same score; the caller's random states and grad mode are restored
-afterwards, so grading does not change what the rest of the notebook computes.
-
-Time: each sub-check has a limit (15 s by default, multiplied by the environment variable
-``A2C_GRADER_TIME_SCALE`` on a slow grading machine); a reference part takes a few seconds in
-all. After two sub-checks of a part have run out of time, the remaining ones are not run and
-count as failed, so an endless loop costs about 30 s per part, not minutes. nbgrader's own cell
-timeout (``ExecutePreprocessor.timeout``, 30 s by default) must be larger than that: the course
-configuration sets it. See :mod:`autograder.sandbox` for how and where the limit is enforced.
+Every probe step is reseeded and time-limited (10 s of CPU time per step by default, 20 s for
+the model's training probe, times ``A2C_GRADER_TIME_SCALE``); after two steps of a part ran out
+of time, the part's other steps are not run, so an endless loop costs about 20 s per part.
 """
 
 from __future__ import annotations
 
-import contextlib
 import numbers
 import os
-import random
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import torch
+from course_lib.checks.harness import run_steps
 
-from .checks import PART_NAMES, subchecks
-from .checks.base import seed_all
-from .sandbox import Outcome, run_guarded
+from .checks import PART_KEYS, PART_NAMES, subchecks
+from .checks.base import CheckFailed
 
-__all__ = ["PartResult", "SubResult", "grade_part", "run_part"]
-
-#: Default time limit of one sub-check, in seconds (before ``A2C_GRADER_TIME_SCALE``).
-SUBCHECK_SECONDS = 15.0
-#: After this many sub-checks of a part ran out of time, the others are not run.
-MAX_TIMEOUTS = 2
-_SEED = 20240
+__all__ = ["PartResult", "SubResult", "grade_part", "judge_part", "make_plan", "run_part", "time_scale"]
 
 
 def time_scale() -> float:
@@ -76,7 +53,6 @@ class SubResult:
     points: float  #: what this sub-check is worth
     passed: bool
     message: str
-    seconds: float
 
 
 @dataclass(frozen=True)
@@ -89,109 +65,79 @@ class PartResult:
     subresults: tuple[SubResult, ...]
 
     def feedback(self) -> str:
-        """The text printed under the graded cell: a header and one line per sub-check."""
+        """The text shown under the graded cell: a header and one line per sub-check."""
         name = PART_NAMES[self.part_key]
         lines = [f"Part '{self.part_key}' ({name}): {self.score:g} / {self.max_points:g} points"]
         for sub in self.subresults:
-            status = "PASS" if sub.passed else "FAIL"
-            line = f"  {status} [{sub.points:.2f} pt] {sub.title}"
+            line = f"  {'PASS' if sub.passed else 'FAIL'} [{sub.points:.2f} pt] {sub.title}"
             if not sub.passed:
                 line += f" -- {sub.message}"
             lines.append(textwrap.fill(line, width=110, subsequent_indent=" " * 9))
         return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def _caller_state_kept() -> Iterator[None]:
-    """Restore the random states, grad mode and default dtype the notebook had."""
-    py_state, np_state, torch_state = (
-        random.getstate(),
-        np.random.get_state(),
-        torch.get_rng_state(),
-    )
-    grad_enabled, default_dtype = torch.is_grad_enabled(), torch.get_default_dtype()
-    try:
-        torch.set_grad_enabled(True)
-        yield
-    finally:
-        random.setstate(py_state)
-        np.random.set_state(np_state)
-        torch.set_rng_state(torch_state)
-        torch.set_grad_enabled(grad_enabled)
-        torch.set_default_dtype(default_dtype)
-
-
 def _check_points(points: Any) -> float:
     if isinstance(points, bool) or not isinstance(points, numbers.Real) or not points >= 0:
-        raise ValueError(
-            f"points must be a number >= 0 (the cell's nbgrader points), got {points!r}."
-        )
+        raise ValueError(f"points must be a number >= 0 (the cell's nbgrader points), got {points!r}.")
     return float(points)
 
 
-def run_part(
-    part_key: str,
-    candidate: Any,
-    points: float,
-    seconds: float | None = SUBCHECK_SECONDS,
-    max_timeouts: int = MAX_TIMEOUTS,
-) -> PartResult:
-    """Run every sub-check of ``part_key`` on ``candidate``; print nothing, raise nothing.
+def make_plan(scale: float | None = None) -> dict[str, Any]:
+    """Every part's probe steps, as plain data for the process that runs the notebook."""
+    parts = {key: [step for check in subchecks(key) for step in check.steps()] for key in PART_KEYS}
+    return {"parts": parts, "time_scale": time_scale() if scale is None else scale}
 
-    Args:
-        part_key: one of :data:`autograder.checks.PART_KEYS`.
-        candidate: what the student defined (``make_model``, or the class of the part).
-        points: the cell's points, shared among the sub-checks by their weights.
-        seconds: the time limit of each sub-check, times :func:`time_scale` (``None``: no
-            limit; a sub-check may also set a lower limit of its own).
-        max_timeouts: after this many timed-out sub-checks, the remaining ones are not run.
 
-    Raises:
-        ValueError: an unknown ``part_key`` or bad ``points`` (mistakes of the notebook's
-            author, never of the student).
-    """
+def _verdict(check: Any, records: Mapping[str, dict[str, Any]]) -> tuple[bool, str]:
+    for step, case in zip(check.steps(), check.cases, strict=True):
+        record = records.get(step["key"])
+        if record is None:
+            return False, "no result: the notebook stopped or was stopped before this check ran"
+        if record.get("missing"):
+            return False, "not defined: the notebook does not define this name"
+        if not record.get("ok"):
+            return False, str(record.get("error", "failed"))[:2000]
+        try:
+            check.judge(record["observation"], case)
+        except CheckFailed as failure:
+            return False, str(failure)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as error:
+            # A malformed observation (not what the probe writes): the student's process forged
+            # or damaged it. It earns nothing, and says so.
+            return False, f"unreadable result ({type(error).__name__}: {error})"
+    return True, ""
+
+
+def judge_part(part_key: str, records: Mapping[str, dict[str, Any]], points: float) -> PartResult:
+    """Score ``part_key`` from the records of its probe steps (keyed by step key)."""
     checks = subchecks(part_key)
     max_points = _check_points(points)
     total_weight = sum(check.weight for check in checks)
     results = []
-    timeouts = 0
-    with _caller_state_kept():
-        for index, check in enumerate(checks):
-            limit = None if seconds is None else min(check.seconds, seconds) * time_scale()
-            if timeouts >= max_timeouts:
-                outcome = Outcome(
-                    False,
-                    f"not run: {timeouts} sub-checks above did not finish in time; "
-                    "fix the endless loop first",
-                    0.0,
-                )
-            else:
-                seed_all(_SEED + index)
-                outcome = run_guarded(lambda check=check: check.run(candidate), limit)
-                timeouts += outcome.timed_out
-            share = max_points * check.weight / total_weight
-            results.append(
-                SubResult(
-                    check.key, check.title, share, outcome.passed, outcome.message, outcome.seconds
-                )
-            )
+    for check in checks:
+        passed, message = _verdict(check, records)
+        share = max_points * check.weight / total_weight
+        results.append(SubResult(check.key, check.title, share, passed, message))
     earned = sum(result.points for result in results if result.passed)
     score = min(max_points, max(0.0, round(float(earned), 6)))
     return PartResult(part_key, float(score), max_points, tuple(results))
 
 
-def grade_part(
-    part_key: str,
-    candidate: Any,
-    points: float,
-    seconds: float | None = SUBCHECK_SECONDS,
-    max_timeouts: int = MAX_TIMEOUTS,
-) -> float:
-    """Grade one part: print the feedback (stdout only) and return the points earned.
+def run_part(part_key: str, candidate: Any, points: float, scale: float = 1.0) -> PartResult:
+    """Probe ``candidate`` in this process and judge it; prints nothing, raises nothing."""
+    steps = make_plan(scale)["parts"][part_key]
+    records = dict(run_steps(candidate, steps, scale))
+    return judge_part(part_key, records, points)
 
-    This is the last expression of a graded test cell; its value is nbgrader's partial credit.
-    Never raises for a mistake in the student's code (see :func:`run_part` for the arguments).
+
+def grade_part(part_key: str, candidate: Any, points: float) -> float:
+    """Grade one part here and now: print the feedback (stdout) and return the points earned.
+
+    For the instructor's and self-learner's own notebook; grading a submission never runs the
+    student's code in the grader's process (see :mod:`autograder.pipeline`).
     """
-    result = run_part(part_key, candidate, points, seconds=seconds, max_timeouts=max_timeouts)
+    if part_key not in PART_NAMES:
+        subchecks(part_key)  # raises the ValueError naming the known keys
+    result = run_part(part_key, candidate, points, scale=time_scale())
     print(result.feedback(), file=sys.stdout, flush=True)
     return result.score

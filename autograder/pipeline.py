@@ -1,36 +1,55 @@
-"""Grade submissions through the real ``nbgrader autograde``, one private course each.
+"""Grade submissions: the notebook runs in a sandbox, the parts are judged here, nbgrader records.
 
 :class:`Grader` builds the template course once (:func:`autograder.course.build_template`:
-``generate_assignment`` on the solution notebook, a fresh gradebook, a snapshot of the packages)
-and then grades any number of notebooks, each in its own copy of the template::
+``generate_assignment`` on the solution notebook, a fresh gradebook, a snapshot of
+``course_lib``) and the plan of every probe (:func:`autograder.hidden.make_plan`), then grades
+any number of notebooks::
 
-    with Grader(timeout=120) as grader:
-        result = grader.grade(Path("alice.ipynb"))         # a GradeResult
-        print(result.as_dict())                               # {"total", "max_total", "parts"}
+    with Grader() as grader:
+        result = grader.grade(Path("alice.ipynb"))   # a GradeResult
+        print(result.as_dict())                         # {"total", "max_total", "status", ...}
+
+One submission, two trust domains:
+
+1. *here* (trusted): the notebook is read and repaired (deleted cells restored, duplicates
+   dropped, edited locked cells put back) and a probe cell is added after each autograded cell;
+2. *in the sandbox* (:mod:`autograder.sandbox`, throw-away, no network, read-only except its
+   scratch folder, its own process namespace): the notebook runs top to bottom in quick mode,
+   and each probe cell runs the plan's probes on the student's part, writing plain-data records;
+3. *here* again: the records are decoded (no pickle, numeric arrays only) and judged against the
+   reference (:func:`autograder.hidden.judge_part`); the sandbox's outputs are merged into the
+   grader's own copy of the notebook (text and images only, never the autograded cells); then
+   ``nbgrader autograde``, with execution off, writes the grader's scores into the gradebook
+   (:mod:`autograder.nbgrader_steps`) and ``generate_feedback`` makes the feedback HTML.
 
 :func:`grade_many` grades a list of :class:`~autograder.collect.Submission` in parallel (one
-nbgrader process per job; each job's kernel gets ``cores // jobs`` threads), with a progress
-bar, and writes ``grades.csv``, ``feedback/<student>.html``, ``summary.txt`` and, optionally,
-``scores.png`` into an output folder.
+sandbox per job, ``cores // jobs`` threads each), with a progress bar, and writes
+``grades.csv``, ``feedback/<student>.html``, ``summary.txt`` and ``scores.png``.
 
-Nothing here raises because of a submission: an unreadable file or a notebook nbgrader cannot
-grade gives a :class:`~autograder.results.GradeResult` whose ``status`` says what happened.
+Nothing here raises because of a submission: the returned
+:class:`~autograder.results.GradeResult` says what happened in its ``status``.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import nbformat
 
+from course_lib.checks.record import RecordError, dumps, loads
+
+from .checks import PART_NAMES
 from .collect import Problem, Submission, student_id
 from .course import (
     SOURCE_NOTEBOOK,
@@ -42,21 +61,38 @@ from .course import (
     tree_digest,
 )
 from .course import generate_feedback as nbgrader_feedback
-from .prepare import UnreadableNotebook, prepare_submission, read_submission
+from .hidden import judge_part, make_plan
+from .prepare import (
+    UnreadableNotebook,
+    graded_part,
+    merge_outputs,
+    prepare_submission,
+    read_submission,
+    restore_locked_cells,
+    with_probe_cells,
+)
 from .report import save_histogram, summary_table, write_grades_csv
-from .results import GradeResult, read_result
+from .results import GradeResult, PartScore, check_gradebook
+from .sandbox import SCRATCH, run_in_sandbox
 
 __all__ = ["Grader", "check_jobs", "check_timeout", "grade_many"]
 
+RUNNER = Path(__file__).resolve().with_name("notebook_runner.py")
+#: Per-cell time limit (seconds) of the sandboxed run, and the limit of the whole run.
+CELL_TIMEOUT = 120.0
+WALL_SECONDS = 900.0
+MAX_NOTEBOOK_BYTES = 100 * 1024**2
+_GRADER_DIR, _LIB_DIR = "/grader", "/course-lib"
 
-def check_timeout(timeout: float | None) -> float | None:
-    """``timeout`` validated: ``None`` (the config's) or a number of seconds >= 1."""
+
+def check_timeout(timeout: float | None) -> float:
+    """``timeout`` validated: ``None`` (120 s) or a number of seconds >= 1."""
     if timeout is None:
-        return None
+        return CELL_TIMEOUT
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 1:
         raise ValueError(
             f"timeout must be a number of seconds >= 1 (the per-cell limit), got {timeout!r}; "
-            "leave it out to use the course's (autograder/nbgrader_config.py, 120 s)."
+            f"leave it out for the default, {CELL_TIMEOUT:g} s."
         )
     return float(timeout)
 
@@ -70,10 +106,46 @@ def check_jobs(jobs: int | None) -> int:
     return jobs
 
 
-def _changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    return sorted(
-        name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
-    )
+def _points(release: nbformat.NotebookNode) -> dict[str, float]:
+    """part key -> points of its autograded cell, in notebook order."""
+    return {
+        graded_part(cell): float(cell.metadata["nbgrader"].get("points", 0))
+        for cell in release.cells
+        if graded_part(cell) in PART_NAMES
+    }
+
+
+def read_records(folder: Path, plan: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """``{part: {step key: record}}`` from the sandbox's record files, and what was malformed."""
+    records: dict[str, dict[str, Any]] = {part: {} for part in plan["parts"]}
+    malformed = []
+    for part, steps in plan["parts"].items():
+        for step in steps:
+            path = folder / f"{part}.{step['key']}.json"
+            if not path.is_file() or path.is_symlink():
+                continue
+            try:
+                if path.stat().st_size > 64 * 1024**2:
+                    raise RecordError("record too large")
+                record = loads(path.read_bytes())
+                if not isinstance(record, dict) or not isinstance(record.get("ok"), bool):
+                    raise RecordError("not a record")
+                if record["ok"] and not isinstance(record.get("observation"), dict):
+                    raise RecordError("a record without an observation")
+            except (RecordError, OSError, UnicodeDecodeError) as error:
+                malformed.append(f"{path.name}: {error}")
+                continue
+            records[part][step["key"]] = record
+    return records, malformed
+
+
+def _read_executed(path: Path) -> nbformat.NotebookNode | None:
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_NOTEBOOK_BYTES:
+            return None
+        return nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+    except Exception:  # noqa: BLE001 - whatever the sandbox left, it is only missing outputs
+        return None
 
 
 class Grader:
@@ -81,10 +153,13 @@ class Grader:
 
     Args:
         source_notebook: the nbgrader source (solution cells and hidden tests).
-        timeout: per-cell time limit in seconds; ``None`` keeps the config's.
+        timeout: per-cell time limit of the sandboxed run, in seconds (default 120).
         workdir: where the temporary courses go (a new temporary folder by default; removed by
             :meth:`close`).
         keep: keep each submission's course folder after grading (to debug a grade).
+        isolate: run notebooks in the bubblewrap sandbox when it works (``False``: a plain
+            subprocess; results then say ``sandboxed: false``).
+        wall_seconds: the whole sandboxed run is killed after this long (default 900 s).
     """
 
     def __init__(
@@ -93,17 +168,63 @@ class Grader:
         timeout: float | None = None,
         workdir: Path | None = None,
         keep: bool = False,
+        isolate: bool = True,
+        wall_seconds: float = WALL_SECONDS,
     ) -> None:
         self.timeout = check_timeout(timeout)
-        self.keep = keep
+        self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
         self._own_dir = workdir is None
         self.workdir = Path(tempfile.mkdtemp(prefix="a2c-grading-") if workdir is None else workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.template = build_template(self.workdir / "template", source_notebook)
-        self._files = read_tree(self.template.root)
+        self._files = {
+            name: data
+            for name, data in read_tree(self.template.root).items()
+            if not name.startswith("lib/")
+        }
         self._lib_digest = tree_digest(self.template.lib)
         self._release = nbformat.read(self.template.release_notebook, as_version=4)
+        self._points = _points(self._release)
+        self._names = {part: PART_NAMES[part] for part in self._points}
+        self.plan = make_plan()
+        self._grader_dir = self.workdir / "grader"
+        self._grader_dir.mkdir()
+        (self._grader_dir / "plan.json").write_text(dumps(self.plan))
+        shutil.copyfile(RUNNER, self._grader_dir / "run_notebook.py")
         self._ids = itertools.count(1)  # thread-safe in CPython: workspace names stay unique
+
+    def _run_notebook(self, nb: nbformat.NotebookNode, scratch: Path, threads: int):
+        (scratch / "work").mkdir(parents=True)
+        (scratch / "home").mkdir()
+        run = with_probe_cells(
+            nb, self._names, f"{_GRADER_DIR}/plan.json", f"{SCRATCH}/records"
+        )
+        nbformat.write(run, scratch / "work" / "a2c.ipynb")
+        env = {
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+            "HOME": f"{SCRATCH}/home",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": _LIB_DIR,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "A2C_KIT_QUICK": "1",
+            "NBGRADER_EXECUTION": "autograde",
+            "MPLBACKEND": "Agg",
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+            **{name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")},
+        }
+        argv = [
+            sys.executable,
+            f"{_GRADER_DIR}/run_notebook.py",
+            f"{SCRATCH}/work/a2c.ipynb",
+            f"{SCRATCH}/work/a2c.executed.ipynb",
+            str(self.timeout),
+            "180",
+        ]
+        readonly = {_GRADER_DIR: self._grader_dir, _LIB_DIR: self.template.lib}
+        return run_in_sandbox(
+            argv, scratch, readonly, env, self.wall_seconds, isolate=self.isolate
+        )
 
     def grade(
         self,
@@ -126,20 +247,38 @@ class Grader:
             result.status = f"unreadable: {error}"
             return result
         nb, result.notes = prepare_submission(nb, self._release)
+        edited = restore_locked_cells(nb, self._release)
+        if edited:
+            result.notes.append("restored edited locked cells: " + ", ".join(edited))
         workspace = new_workspace(self._files, self.workdir / f"{next(self._ids):04d}-{student}")
         try:
-            autograded = autograde(workspace, student, nb, timeout=self.timeout, threads=threads)
-            read_result(workspace.db_url, autograded, student, result)
-            changed = _changed_files(self._lib_digest, tree_digest(workspace.lib))
-            if changed:
-                result.status = "tampered: the notebook changed the autograder's files"
-                result.notes.append("changed during grading: " + ", ".join(changed[:10]))
+            ran = self._run_notebook(nb, workspace.root / "scratch", threads)
+            result.sandboxed = ran.sandboxed
+            self._judge(result, workspace.root / "scratch", ran)
+            result.notes += merge_outputs(
+                nb, _read_executed(workspace.root / "scratch" / "work" / "a2c.executed.ipynb")
+            )
+            record = workspace.root / "scores.json"
+            record.write_text(
+                json.dumps(
+                    {
+                        f"test_{key}": {"score": part.score, "feedback": part.feedback}
+                        for key, part in result.parts.items()
+                    }
+                ),
+                encoding="utf-8",
+            )
+            autograde(workspace, student, nb, record)
+            disagreements = check_gradebook(workspace.db_url, student, result)
+            if disagreements:
+                result.status = "error: the gradebook does not hold the grader's scores"
+                result.notes += disagreements
             if feedback_dir is not None:
                 html = nbgrader_feedback(workspace, student)
                 Path(feedback_dir).mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(html, Path(feedback_dir) / f"{student}.html")
         except NbgraderError as error:
-            if not result.parts:
+            if result.graded:
                 result.status = f"error: {str(error).splitlines()[0]}"
             result.notes.append(str(error)[-2000:])
         finally:
@@ -147,6 +286,39 @@ class Grader:
                 shutil.rmtree(workspace.root, ignore_errors=True)
             result.seconds = time.perf_counter() - start
         return result
+
+    def _judge(self, result: GradeResult, scratch: Path, ran: Any) -> None:
+        """Score every part from the sandbox's records; set the status from how the run ended."""
+        records, malformed = read_records(scratch / "records", self.plan)
+        for part, points in self._points.items():
+            judged = judge_part(part, records[part], points)
+            result.parts[part] = PartScore(judged.score, judged.max_points, judged.feedback())
+        if not ran.sandboxed:
+            result.notes.append(
+                "NOT SANDBOXED: bubblewrap could not start, so the notebook ran as a plain "
+                "process with your user's rights; install bubblewrap (Linux) before trusting "
+                "this grade"
+            )
+            changed = sorted(
+                name
+                for name, digest in tree_digest(self.template.lib).items()
+                if self._lib_digest.get(name) != digest
+            )
+            if changed or set(self._lib_digest) != set(tree_digest(self.template.lib)):
+                result.status = "tampered: the notebook changed the grader's copy of course_lib"
+                result.notes.append("changed: " + ", ".join(changed[:10]))
+        if malformed:
+            result.status = "tampered: the sandbox returned malformed results"
+            result.notes.append("malformed: " + "; ".join(malformed[:5]))
+        elif ran.timed_out:
+            result.status = (
+                f"timeout: the notebook ran past the grading limit ({self.wall_seconds:g} s) and "
+                "was stopped; parts judged before that are shown"
+            )
+        elif "DeadKernelError" in ran.output or "Kernel died" in ran.output:
+            result.status = "error: the notebook's kernel died (os._exit, a crash in C code?)"
+        elif ran.returncode != 0:
+            result.status = f"error: the notebook could not be run: {ran.output.strip()[-300:]}"
 
     def close(self) -> None:
         """Remove the temporary courses (when the workdir was made here)."""
@@ -178,8 +350,8 @@ def grade_many(
     """Grade ``submissions`` with ``jobs`` parallel nbgrader runs and write the reports to ``out``.
 
     Files in ``problems`` (unreadable, duplicates...) get a row in the CSV with their reason.
-    A submission whose grading failed or was flagged as tampering is graded a second time,
-    alone, after the others (see the comment in the code).
+    A submission whose grading failed or ran out of time is graded a second time, alone, after
+    the others (see the comment in the code).
     """
     from tqdm.auto import tqdm
 
@@ -199,12 +371,11 @@ def grade_many(
             results.append(future.result())
             bar.update(1)
         bar.close()
-    # Second pass, one at a time: a grading that failed, or whose autograder files changed,
-    # may have been disturbed by ANOTHER submission running at the same time (they run as the
-    # same user); graded alone, only its own code can be the cause.
+    # Second pass, one at a time: a grading that failed or ran out of time may have been slowed
+    # down by the others running at the same time; graded alone, only its own code is the cause.
     by_path = {sub.path: sub for sub in submissions}
     for index, first in enumerate(results):
-        retry = first.status.startswith(("error", "tampered")) and jobs > 1
+        retry = first.status.startswith(("error", "timeout")) and jobs > 1
         if retry and Path(first.source) in by_path:
             sub = by_path[Path(first.source)]
             again = grader.grade(sub.path, sub.student, feedback_dir, os.cpu_count() or 1)
@@ -223,6 +394,6 @@ def grade_many(
     results.sort(key=lambda result: result.student)
     write_grades_csv(results, out / "grades.csv")
     (out / "summary.txt").write_text(summary_table(results) + "\n", encoding="utf-8")
-    if histogram and any(result.parts for result in results):
+    if histogram and any(result.parts and result.graded for result in results):
         save_histogram(results, out / "scores.png")
     return results

@@ -135,3 +135,121 @@ def prepare_submission(nb: NotebookNode, release: NotebookNode) -> tuple[Noteboo
         if cell_id is not None:
             seen.add(cell["id"])
     return nb, notes
+
+
+def restore_locked_cells(nb: NotebookNode, release: NotebookNode) -> list[str]:
+    """Put back the released source of every locked cell the student edited; returns their ids.
+
+    nbgrader does the same when it records the notebook (``OverwriteCells``); doing it before the
+    notebook runs means the sandbox runs the cells as released.
+    """
+    released = {
+        _grade_id(cell): cell
+        for cell in release.cells
+        if cell.get("metadata", {}).get("nbgrader", {}).get("locked")
+    }
+    edited = []
+    for cell in nb.cells:
+        original = released.get(_grade_id(cell))
+        if original is None:
+            continue
+        if cell.source != original.source or cell.cell_type != original.cell_type:
+            edited.append(_grade_id(cell))
+        cell.source, cell.cell_type = original.source, original.cell_type
+        cell.metadata["nbgrader"] = json.loads(json.dumps(original.metadata["nbgrader"]))
+    return edited
+
+
+def graded_part(cell: dict[str, Any]) -> str | None:
+    """``"policy"`` for the autograded cell ``test_policy``, else ``None``."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    grade_id = meta.get("grade_id") or ""
+    if cell.get("cell_type") == "code" and meta.get("grade") and grade_id.startswith("test_"):
+        return grade_id[len("test_") :]
+    return None
+
+
+#: Metadata key of the cells the grader adds to run the probes (removed from every result).
+PROBE_CELL = "a2c_grader_probe"
+
+
+def with_probe_cells(
+    nb: NotebookNode, names: dict[str, str], plan_file: str, records_dir: str
+) -> NotebookNode:
+    """A copy of ``nb`` with a probe cell after each autograded cell of a part in ``names``.
+
+    The probe cell hands the student's name for the part (``names[part]``), as defined at that
+    point of the notebook, to :func:`course_lib.checks.harness.record_part`.
+    """
+    run = nbformat.from_dict(json.loads(json.dumps(nb)))
+    cells = []
+    for index, cell in enumerate(run.cells):
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        cells.append(cell)
+        part = graded_part(cell)
+        if part in names:
+            source = (
+                "from course_lib.checks.harness import record_part as _a2c_grader_record\n"
+                f"_a2c_grader_record({part!r}, globals().get({names[part]!r}), "
+                f"{plan_file!r}, {records_dir!r})"
+            )
+            probe = nbformat.v4.new_code_cell(source, metadata={PROBE_CELL: part})
+            probe["id"] = f"a2c-probe-{index}"
+            cells.append(probe)
+    run.cells = cells
+    return run
+
+
+#: Output types kept from the sandbox's run: text and raster images. HTML, JavaScript, SVG and
+#: widget state are dropped: feedback HTML and formgrader show outputs to the instructor and the
+#: student in a browser, where a script would run with their rights.
+SAFE_MIME = ("text/plain", "image/png", "image/jpeg")
+
+
+def _safe_output(output: dict[str, Any]) -> dict[str, Any] | None:
+    kind = output.get("output_type")
+    if kind == "stream":
+        text = output.get("text", "")
+        text = "".join(text) if isinstance(text, list) else str(text)
+        return nbformat.v4.new_output("stream", name=str(output.get("name", "stdout")), text=text)
+    if kind == "error":
+        return nbformat.v4.new_output(
+            "error",
+            ename=str(output.get("ename", "")),
+            evalue=str(output.get("evalue", ""))[:2000],
+            traceback=[str(line) for line in output.get("traceback", [])][:200],
+        )
+    if kind in ("display_data", "execute_result"):
+        data = {k: v for k, v in dict(output.get("data", {})).items() if k in SAFE_MIME}
+        if not data:
+            return None
+        clean = nbformat.v4.new_output("display_data", data=data)
+        return clean
+    return None
+
+
+def merge_outputs(nb: NotebookNode, executed: NotebookNode | None) -> list[str]:
+    """Copy the outputs of the sandbox's run into ``nb`` (whose sources are the grader's own).
+
+    ``executed`` is untrusted: only its outputs are used, filtered to :data:`SAFE_MIME`, cell by
+    cell in order (probe cells skipped); sources, metadata and the outputs of autograded cells
+    are never taken from it. Returns notes for the instructor.
+    """
+    if executed is None:
+        return ["the sandbox returned no executed notebook: outputs are missing"]
+    ran = [
+        cell
+        for cell in executed.get("cells", [])
+        if isinstance(cell, dict) and PROBE_CELL not in cell.get("metadata", {})
+    ]
+    notes = []
+    if len(ran) != len(nb.cells):
+        notes.append("the executed notebook does not match the submission: outputs dropped")
+        ran = []
+    for cell, done in zip(nb.cells, ran, strict=False):
+        if cell.cell_type != "code" or graded_part(cell) is not None:
+            continue
+        outputs = done.get("outputs", []) if isinstance(done.get("outputs"), list) else []
+        cell.outputs = [o for o in map(_safe_output, outputs) if o is not None][:200]
+    return notes

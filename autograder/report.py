@@ -1,8 +1,10 @@
 """Reports of a grading run: the per-part table, the grades CSV and the score distributions.
 
 * :func:`format_table` is what ``python -m autograder grade`` prints for one submission;
-* :func:`write_grades_csv` writes ``grades.csv``: ``student, total, max_total, <one column per
-  part>, status, notes, file``, one row per student (ungraded files too, with their status);
+* :func:`write_grades_csv` writes ``grades.csv``: ``student, status, total, max_total, <one
+  column per part>, sandboxed, notes, file``, one row per student (ungraded files too). A row
+  whose status is not ``graded`` leaves the score columns empty: its provisional scores are in
+  ``notes``, so that no spreadsheet sum takes them for a grade;
 * :func:`summary_table` and :func:`save_histogram` describe how each part was scored over all
   submissions (mean, min, median, max and the share of full marks), to spot a part everybody
   fails, which is often a problem with the notebook or the checks rather than with the students.
@@ -30,13 +32,21 @@ def part_keys(results: Sequence[GradeResult]) -> list[str]:
 
 
 def format_table(result: GradeResult, feedback: bool = True) -> str:
-    """One submission's scores, a row per part, then (optionally) each part's feedback."""
+    """One submission's scores, a row per part, then (optionally) each part's feedback.
+
+    Scores of a result that is not ``graded`` are marked ``*`` and the table says why.
+    """
     lines = [f"student: {result.student}   status: {result.status}"]
+    if not result.sandboxed:
+        lines.append("WARNING: NOT SANDBOXED: the notebook ran with your user's rights")
+    mark = "" if result.graded else "*"
     width = max([len("part"), *map(len, result.parts)])
-    lines.append(f"{'part':<{width}}  {'score':>6}  {'max':>5}")
+    lines.append(f"{'part':<{width}}  {'score':>7}  {'max':>5}")
     for key, part in result.parts.items():
-        lines.append(f"{key:<{width}}  {part.score:>6.2f}  {part.max:>5g}")
-    lines.append(f"{'total':<{width}}  {result.total:>6.2f}  {result.max_total:>5g}")
+        lines.append(f"{key:<{width}}  {part.score:>6.2f}{mark:1}  {part.max:>5g}")
+    lines.append(f"{'total':<{width}}  {result.total:>6.2f}{mark:1}  {result.max_total:>5g}")
+    if not result.graded:
+        lines.append(f"* NOT A GRADE ({result.status.split(':')[0]}): review the notebook first")
     for name, points in result.manual.items():
         lines.append(f"(+ {name}: {points:g} points graded by hand, see autograder/README.md)")
     for note in result.notes:
@@ -54,17 +64,26 @@ def write_grades_csv(results: Sequence[GradeResult], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "total", "max_total", *keys, "status", "notes", "file"])
+        writer.writerow(
+            ["student", "status", "total", "max_total", *keys, "sandboxed", "notes", "file"]
+        )
         for result in sorted(results, key=lambda r: r.student):
+            notes = list(result.notes)
             scores = [f"{result.parts[key].score:g}" if key in result.parts else "" for key in keys]
+            total = f"{result.total:g}" if result.parts else ""
+            if not result.graded:
+                if result.parts:
+                    notes.insert(0, f"provisional total {result.total:g} (not a grade)")
+                scores, total = [""] * len(keys), ""
             writer.writerow(
                 [
                     result.student,
-                    f"{result.total:g}",
-                    f"{result.max_total:g}",
-                    *scores,
                     result.status,
-                    "; ".join(result.notes),
+                    total,
+                    f"{result.max_total:g}" if result.parts else "",
+                    *scores,
+                    "yes" if result.sandboxed else "NO",
+                    "; ".join(notes),
                     result.source,
                 ]
             )
@@ -73,7 +92,7 @@ def write_grades_csv(results: Sequence[GradeResult], path: Path) -> Path:
 
 def summary_table(results: Sequence[GradeResult]) -> str:
     """Per-part score distribution over the graded submissions."""
-    graded = [result for result in results if result.parts]
+    graded = [result for result in results if result.parts and result.graded]
     header = f"{'part':<24}{'max':>5}{'mean':>7}{'min':>7}{'median':>8}{'max':>7}{'full':>7}"
     lines = [f"{len(graded)} graded submission(s) of {len(results)}", header]
     for key in [*part_keys(graded), "total"]:
@@ -100,7 +119,7 @@ def save_histogram(results: Sequence[GradeResult], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    graded = [result for result in results if result.parts]
+    graded = [result for result in results if result.parts and result.graded]
     keys = [*part_keys(graded), "total"]
     columns = min(4, len(keys))
     rows = -(-len(keys) // columns)

@@ -1,35 +1,29 @@
-"""The grade of one submission, read from the gradebook and checked against the notebook.
+"""The grade of one submission: per-part scores from the grader's judges, and its status.
 
-Scores come from nbgrader's gradebook (``nbgrader.api.Gradebook``): the ``auto_score`` of each
-graded test cell ``test_<part key>``. The feedback of a part is what its hidden test printed,
-taken from the autograded notebook (:func:`autograder.feedback.cell_feedback`).
+Scores come from :func:`autograder.hidden.judge_part`, in the grader's own process, on what the
+sandboxed notebook returned. nbgrader's gradebook then holds the same scores (written from the
+grader's record, see :mod:`autograder.nbgrader_steps`); :func:`check_gradebook` reads them back
+and flags any difference, so the gradebook an instructor exports is the one reported here.
 
-A second reading guards the first: each graded cell's score is recomputed from its outputs with
-nbgrader's own rule (``nbgrader.utils.determine_grade``), and a graded cell that shows no float
-result, although its hidden test always ends with one, gets 0. This catches a submission that
-stopped the score from being displayed (nbgrader gives full points to a cell with no output)
-or that wrote to the gradebook while its code ran. The lower of the readings counts, and the
-part's feedback says why.
+``status`` is ``"graded"`` when every part could be judged, otherwise why not:
+``"unreadable: ..."`` (not a notebook), ``"error: ..."`` (the grading could not run or the
+notebook's kernel died), ``"timeout: ..."`` (the notebook ran past the grading time limit),
+``"tampered: ..."`` (results that only tampering can produce). A result that is not ``graded``
+keeps its partial scores for the instructor to review, but reports never show them as a bare
+grade (:mod:`autograder.report`).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import nbformat
 from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.utils import determine_grade
 
 from .checks import BONUS_PARTS
 from .course import ASSIGNMENT, NOTEBOOK
-from .feedback import cell_feedback
 
-__all__ = ["GradeResult", "PartScore", "read_result"]
-
-_TEST_PREFIX = "test_"
+__all__ = ["GradeResult", "PartScore", "check_gradebook"]
 
 
 @dataclass(frozen=True)
@@ -50,14 +44,19 @@ class GradeResult:
 
     student: str
     parts: dict[str, PartScore] = field(default_factory=dict)
-    #: "graded", or what stopped the grading ("unreadable: ...", "error: ...")
     status: str = "graded"
-    #: repairs and warnings for the instructor (restored cells, suspicious outputs...)
+    #: repairs and warnings for the instructor (restored cells, missing outputs...)
     notes: list[str] = field(default_factory=list)
+    #: whether the notebook ran in the bubblewrap sandbox (False: a plain subprocess)
+    sandboxed: bool = True
     #: manually graded cells: grade_id -> max points (scored later, by hand)
     manual: dict[str, float] = field(default_factory=dict)
     source: str = ""  #: the submitted file
     seconds: float = 0.0
+
+    @property
+    def graded(self) -> bool:
+        return self.status == "graded"
 
     @property
     def total(self) -> float:
@@ -69,77 +68,41 @@ class GradeResult:
         return round(sum(part.max for key, part in self.parts.items() if key not in BONUS_PARTS), 6)
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON object of the design: ``{"total", "max_total", "parts"}``."""
+        """``{"total", "max_total", "status", "notes", "sandboxed", "parts"}``."""
         return {
             "total": self.total,
             "max_total": self.max_total,
+            "status": self.status,
+            "notes": "; ".join(self.notes),
+            "sandboxed": self.sandboxed,
             "parts": {key: part.as_dict() for key, part in self.parts.items()},
         }
 
 
-def _part_key(grade_id: str) -> str:
-    return grade_id[len(_TEST_PREFIX) :] if grade_id.startswith(_TEST_PREFIX) else grade_id
+def check_gradebook(db_url: str, student: str, result: GradeResult) -> list[str]:
+    """Compare the gradebook's autograded scores with ``result``; fill ``result.manual``.
 
-
-def _has_float_result(cell: dict[str, Any]) -> bool:
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "execute_result":
-            text = output.get("data", {}).get("text/plain", "")
-            text = "".join(text) if isinstance(text, list) else str(text)
-            try:
-                return math.isfinite(float(text))
-            except ValueError:
-                return False
-    return False
-
-
-def _notebook_scores(autograded: Path) -> dict[str, tuple[float, str, bool]]:
-    """grade_id -> (score by nbgrader's rule, feedback, has a float result) of graded code cells."""
-    nb = nbformat.read(autograded, as_version=4)
-    found: dict[str, tuple[float, str, bool]] = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
-            continue
-        score, _ = determine_grade(cell)
-        found[meta["grade_id"]] = (
-            float(score or 0.0),
-            cell_feedback(cell),
-            _has_float_result(cell),
-        )
-    return found
-
-
-def read_result(db_url: str, autograded: Path, student: str, result: GradeResult) -> GradeResult:
-    """Fill ``result`` with the scores of ``student`` (see the module docstring); returns it."""
-    from_notebook = _notebook_scores(autograded)
+    Returns one line per difference (empty: the gradebook holds exactly the grader's scores).
+    """
+    problems = []
     with Gradebook(db_url) as gradebook:
         try:
             submission = gradebook.find_submission_notebook(NOTEBOOK, ASSIGNMENT, student)
         except MissingEntry:
-            result.status = "error: the gradebook has no graded submission"
-            return result
-        order = {name: index for index, name in enumerate(from_notebook)}
-        grades = sorted(submission.grades, key=lambda grade: order.get(grade.name, len(order)))
-        for grade in grades:
-            name, max_score = grade.name, float(grade.max_score)
-            if grade.cell_type != "code" or not name.startswith(_TEST_PREFIX):
-                result.manual[name] = max_score
+            return ["the gradebook has no graded submission"]
+        seen = set()
+        for grade in submission.grades:
+            name = grade.name
+            if grade.cell_type != "code" or not name.startswith("test_"):
+                result.manual[name] = float(grade.max_score)
                 continue
-            score = float(grade.auto_score or 0.0)
-            note_score, feedback, has_float = from_notebook.get(name, (0.0, "", False))
-            if name not in from_notebook:
-                feedback = "this graded cell is missing from the autograded notebook"
-            elif not has_float:
-                if "Error" not in feedback:  # an error already explains the 0
-                    feedback += "\n(no score: the hidden test did not report one, so 0 points)"
-                note_score = 0.0
-            if note_score < score:
-                result.notes.append(
-                    f"{name}: gradebook says {score:g}, the cell's outputs say {note_score:g}; "
-                    "kept the lower"
-                )
-                score = note_score
-            key = _part_key(name)
-            result.parts[key] = PartScore(round(score, 6), max_score, feedback.strip())
-    return result
+            key = name[len("test_") :]
+            seen.add(key)
+            part = result.parts.get(key)
+            got = float(grade.auto_score or 0.0)
+            if part is None or abs(got - part.score) > 1e-6 or abs(grade.max_score - part.max) > 1e-6:
+                want = "no score" if part is None else f"{part.score:g} / {part.max:g}"
+                problems.append(f"{name}: gradebook {got:g} / {grade.max_score:g}, grader {want}")
+        for key in set(result.parts) - seen:
+            problems.append(f"test_{key}: in the grader's record but not in the gradebook")
+    return problems

@@ -1,216 +1,163 @@
-"""Run one piece of student code so that nothing it does can break the grading cell.
+"""Run a command in a throw-away sandbox: bubblewrap on Linux, a bare subprocess elsewhere.
 
-nbgrader scores a graded cell from its outputs (``nbgrader.utils.determine_grade``): an
-``error`` output **or any output on stderr** gives 0 points, a float ``execute_result`` gives
-partial credit. So a grading call must (1) never raise because of the student's code, (2) never
-write to stderr, and (3) never hang. :func:`run_guarded` provides the three:
+The student's notebook runs here, never in the grader's process. With bubblewrap (``bwrap``,
+Debian package ``bubblewrap``) the command sees:
 
-* every exception from the checked code becomes a failed :class:`Outcome` whose message names
-  the exception and the line of the student's code it came from (:func:`describe_exception`);
-* ``sys.stdout``/``sys.stderr``, Python warnings and the stderr *file descriptor* (C++ code,
-  e.g. torch, writes there directly and ipykernel forwards it as a stderr stream) are captured
-  while it runs (:func:`quiet`);
-* a wall-clock limit (:func:`time_limit`) stops it with :class:`SubCheckTimeout`.
+* read-only: the system (``/usr``, ``/bin``, ``/lib*``, ``/etc``), the Python installation and
+  the virtual environment the grader runs in, and the folders given in ``readonly`` (a snapshot
+  of ``course_lib``, the plan, the notebook runner);
+* read-write: its own ``scratch`` folder only (mounted at :data:`SCRATCH`), and a private
+  ``/tmp``;
+* no network (a new network namespace holds only loopback), no other process (its own PID
+  namespace: when the command ends or is killed, every process it started dies with it), no
+  host IPC, and a fresh session (no access to the grader's terminal).
 
-Limits of the time limit (documented for instructors):
-
-* it uses ``SIGALRM``, so it works on Linux and macOS, in the main thread only (that is where
-  ipykernel and ``python -m`` run cells); elsewhere (Windows, a worker thread) checks run
-  without a limit and nbgrader's cell timeout is the only guard;
-* the alarm is delivered between Python bytecodes: a single long C call (one enormous tensor
-  operation) is stopped only when it returns;
-* :class:`SubCheckTimeout` derives from ``BaseException`` so that ``except Exception`` in the
-  student's code cannot swallow it; a bare ``except:`` inside an endless loop still can.
+Limits are enforced from outside: a wall-clock limit kills the whole process tree, and rlimits
+(address space, file size, no core files; process count when not root) are set before the
+command starts. Where bubblewrap cannot start (macOS, kernels without user namespaces), the
+command runs as a plain subprocess in ``scratch`` with the same limits, and the result says
+``sandboxed=False``: the grader reports that loudly, because such a run can read and write
+whatever the grader's user can.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import linecache
+import functools
 import os
+import shutil
 import signal
+import subprocess
 import sys
-import tempfile
-import threading
 import time
-import traceback
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-__all__ = [
-    "CheckFailed",
-    "Outcome",
-    "SubCheckTimeout",
-    "describe_exception",
-    "quiet",
-    "run_guarded",
-    "time_limit",
-]
+__all__ = ["SCRATCH", "SandboxResult", "bwrap_works", "run_in_sandbox"]
 
-
-class CheckFailed(Exception):
-    """Raised by a check when the student's result is wrong; the message is student-facing."""
-
-
-class SubCheckTimeout(BaseException):
-    """The time limit of a sub-check ran out (a ``BaseException``: see the module notes)."""
+SCRATCH = "/submission"  #: where the scratch folder appears inside the sandbox
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+MEMORY_BYTES = 12 * 1024**3
+FILE_BYTES = 1024**3
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What happened when one sub-check ran."""
+class SandboxResult:
+    """How the command ended."""
 
-    passed: bool
-    message: str  #: empty when passed; otherwise what went wrong, in the student's terms
+    returncode: int | None  #: None when it was killed at the wall-clock limit
+    timed_out: bool
     seconds: float
-    timed_out: bool = False
+    sandboxed: bool
+    output: str  #: the end of its stdout and stderr
 
 
-#: The wall-clock backstop of :func:`time_limit`, as a multiple of its CPU-time limit.
-WALL_CLOCK_FACTOR = 4.0
-
-
-def alarm_available() -> bool:
-    """True when :func:`time_limit` can enforce its limit here (SIGPROF/SIGALRM, main thread)."""
-    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`SubCheckTimeout` in this thread if the block uses more than ``seconds``.
-
-    The limit counts the process's CPU time (``ITIMER_PROF``), not the wall clock, so that a
-    correct part does not lose points on a busy grading machine (several kernels sharing the
-    cores). A block that waits without computing (``time.sleep`` in a loop) is stopped by a
-    wall-clock backstop of ``WALL_CLOCK_FACTOR * seconds``. ``None`` (or where no alarm is
-    available) runs the block without a limit.
-    """
-    if seconds is None or not alarm_available():
-        yield
-        return
-
-    def on_cpu_limit(signum: int, frame: Any) -> None:
-        raise SubCheckTimeout(f"still running after {seconds:g} s of CPU time")
-
-    def on_wall_limit(signum: int, frame: Any) -> None:
-        raise SubCheckTimeout(f"still running after {WALL_CLOCK_FACTOR * seconds:g} s")
-
-    previous_prof = signal.signal(signal.SIGPROF, on_cpu_limit)
-    previous_alarm = signal.signal(signal.SIGALRM, on_wall_limit)
-    signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-3))
-    signal.setitimer(signal.ITIMER_REAL, max(WALL_CLOCK_FACTOR * seconds, 1e-3))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGPROF, previous_prof)
-        signal.signal(signal.SIGALRM, previous_alarm)
-
-
-@contextlib.contextmanager
-def _captured_stderr_fd() -> Iterator[None]:
-    """Point file descriptor 2 at a temporary file for the duration of the block."""
-    try:
-        if sys.__stderr__ is not None:
-            sys.__stderr__.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):  # no real fd 2 (some embedded interpreters)
-        yield
-        return
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-
-
-@contextlib.contextmanager
-def quiet() -> Iterator[io.StringIO]:
-    """Swallow everything the block prints: stdout, stderr (Python and fd 2) and warnings.
-
-    Yields the buffer that received the Python-level output, should a caller want to show it.
-    """
-    buffer = io.StringIO()
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(warnings.catch_warnings(record=True))
-        warnings.simplefilter("always")
-        stack.enter_context(_captured_stderr_fd())
-        stack.enter_context(contextlib.redirect_stdout(buffer))
-        stack.enter_context(contextlib.redirect_stderr(buffer))
-        yield buffer
-
-
-_LIBRARY_ROOTS = tuple(
-    str(path)
-    for path in {
-        Path(__file__).resolve().parent,  # autograder/
-        Path(__file__).resolve().parent.parent / "solutions",
-        Path(contextlib.__file__).resolve().parent,  # the standard library
-    }
-)
-
-
-def _is_library_frame(filename: str) -> bool:
-    if "site-packages" in filename or "dist-packages" in filename:
-        return True
-    try:
-        resolved = str(Path(filename).resolve())
-    except (OSError, ValueError):
+@functools.lru_cache(maxsize=1)
+def bwrap_works() -> bool:
+    """True when ``bwrap`` is installed and can create the namespaces the sandbox needs."""
+    if sys.platform != "linux" or shutil.which("bwrap") is None:
         return False
-    return resolved.startswith(_LIBRARY_ROOTS)
-
-
-def _student_location(error: BaseException) -> str:
-    """``" (line 12: `x = y / 0`)"`` for the deepest frame in the student's code, or ``""``."""
-    location = ""
-    for frame in traceback.extract_tb(error.__traceback__):
-        if _is_library_frame(frame.filename):
-            continue
-        line = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
-        location = f" (in `{frame.name}`, line {frame.lineno}"
-        location += f": `{line[:80]}`)" if line else ")"
-    return location
-
-
-def describe_exception(error: BaseException) -> str:
-    """A one-line, student-facing account of an exception raised while checking."""
-    if isinstance(error, SubCheckTimeout):
-        return (
-            f"did not finish: {error} (an endless loop? a `while` whose condition never changes, "
-            "or a loop over something that keeps growing?)"
-        )
-    if isinstance(error, NotImplementedError):
-        return (
-            "not implemented yet: your code raised NotImplementedError"
-            f"{_student_location(error)}; replace the `raise NotImplementedError()` stub"
-        )
-    text = str(error).strip().splitlines()
-    first = text[0][:300] if text else ""
-    return f"your code raised {type(error).__name__}: {first}{_student_location(error)}"
-
-
-def run_guarded(function: Callable[[], None], seconds: float | None) -> Outcome:
-    """Run ``function()`` quietly under a time limit; never raises (except KeyboardInterrupt).
-
-    ``function`` signals a wrong result with :class:`CheckFailed`; any other exception counts
-    as a failure too, described by :func:`describe_exception`.
-    """
-    start = time.perf_counter()
+    probe = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
     try:
-        with quiet(), time_limit(seconds):
-            function()
-    except CheckFailed as failure:
-        return Outcome(False, str(failure), time.perf_counter() - start)
-    except KeyboardInterrupt:  # nbgrader's cell timeout interrupts this way: let it through
-        raise
-    except BaseException as error:  # anything the student's code raises, SystemExit included
-        timed_out = isinstance(error, SubCheckTimeout)
-        return Outcome(False, describe_exception(error), time.perf_counter() - start, timed_out)
-    return Outcome(True, "", time.perf_counter() - start)
+        return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _limits(memory_bytes: int) -> None:  # runs in the child, before exec
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BYTES, FILE_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if os.getuid() != 0:  # root ignores RLIMIT_NPROC
+        resource.setrlimit(resource.RLIMIT_NPROC, (4096, 4096))
+
+
+def _bwrap_command(
+    argv: Sequence[str], scratch: Path, readonly: Mapping[str, Path], env: Mapping[str, str]
+) -> list[str]:
+    command = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    for folder in SYSTEM_DIRS:
+        if Path(folder).exists():
+            kind = "--ro-bind" if not Path(folder).is_symlink() else "--symlink"
+            target = os.readlink(folder) if kind == "--symlink" else folder
+            command += [kind, target, folder]
+    prefixes = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.prefix)}
+    for prefix in sorted(prefixes):
+        command += ["--ro-bind", str(prefix), str(prefix)]
+    command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for inside, outside in readonly.items():
+        command += ["--ro-bind", str(outside), inside]
+    command += ["--bind", str(scratch), SCRATCH, "--chdir", SCRATCH]
+    command += ["--uid", "65534", "--gid", "65534", "--hostname", "grading"]
+    for name, value in env.items():
+        command += ["--setenv", name, value]
+    return [*command, "--", *argv]
+
+
+def run_in_sandbox(
+    argv: Sequence[str],
+    scratch: Path,
+    readonly: Mapping[str, Path],
+    env: Mapping[str, str],
+    wall_seconds: float,
+    memory_bytes: int = MEMORY_BYTES,
+    isolate: bool = True,
+) -> SandboxResult:
+    """Run ``argv`` with ``scratch`` as its only writable folder; never raises for the command.
+
+    Args:
+        readonly: folders to show read-only, ``{path inside: path outside}``.
+        env: the whole environment of the command (nothing else is inherited).
+        wall_seconds: the command and everything it started is killed after this long.
+        isolate: use bubblewrap when it works (``False``: a plain subprocess, for debugging).
+
+    Paths in ``argv`` and ``env`` must be the inside ones; without bubblewrap, inside paths
+    are mapped back to the outside folders.
+    """
+    scratch = Path(scratch).resolve()
+    sandboxed = isolate and bwrap_works()
+    if sandboxed:
+        command, cwd, environment = _bwrap_command(argv, scratch, readonly, env), scratch, None
+    else:  # map the inside paths to the real folders
+        mapping = {SCRATCH: str(scratch), **{k: str(v) for k, v in readonly.items()}}
+
+        def real(text: str) -> str:
+            for inside, outside in sorted(mapping.items(), key=lambda kv: -len(kv[0])):
+                text = text.replace(inside, outside)
+            return text
+
+        command = [real(arg) for arg in argv]
+        environment = {name: real(value) for name, value in env.items()}
+        cwd = scratch
+    start = time.monotonic()
+    log = scratch / ".sandbox.log"
+    with open(log, "wb") as sink:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=environment if environment is not None else {"PATH": os.environ.get("PATH", "")},
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=lambda: _limits(memory_bytes),
+        )
+        timed_out = False
+        try:
+            process.wait(timeout=wall_seconds)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            # The whole group goes, whether it finished or not: nothing outlives grading.
+            # (Inside bubblewrap the PID namespace already guarantees it.)
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+    tail = log.read_bytes()[-4000:].decode("utf-8", "replace")
+    log.unlink(missing_ok=True)
+    code = None if timed_out else process.returncode
+    return SandboxResult(code, timed_out, time.monotonic() - start, sandboxed, tail)

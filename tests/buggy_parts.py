@@ -140,6 +140,69 @@ class _NoFloat(_NatureNet):
         return self.policy_head(h), self.value_head(h).squeeze(-1)
 
 
+class _LayersInList(nn.Module):
+    """Bug: the convolutions live in a plain Python list, so the module does not register them."""
+
+    def __init__(self, n_actions):
+        super().__init__()
+        self.convs = [
+            nn.Conv2d(4, 32, 8, stride=4),
+            nn.Conv2d(32, 64, 4, stride=2),
+            nn.Conv2d(64, 64, 3, stride=1),
+        ]
+        self.fc = nn.Linear(3136, 512)
+        self.policy_head = nn.Linear(512, n_actions)
+        self.value_head = nn.Linear(512, 1)
+
+    def forward(self, obs):
+        x = obs.float() / 255.0
+        for conv in self.convs:
+            x = F.relu(conv(x))
+        h = F.relu(self.fc(x.flatten(1)))
+        return self.policy_head(h), self.value_head(h).squeeze(-1)
+
+
+class _WeightAsPlainTensor(_NatureNet):
+    """Bug: an extra input scale kept as a plain tensor attribute (requires_grad, not a
+    Parameter): trained by nothing, left behind by .to() and missing from state_dict()."""
+
+    def __init__(self, n_actions):
+        super().__init__(n_actions)
+        self.scale = torch.rand(4, 1, 1, requires_grad=True)
+
+    def forward(self, obs):
+        h = self.trunk(obs.float() / 255.0 * self.scale)
+        return self.policy_head(h), self.value_head(h).squeeze(-1)
+
+
+class _ValueRelu(_NatureNet):
+    def forward(self, obs):
+        h = self.trunk(obs.float() / 255.0)
+        return self.policy_head(h), F.relu(self.value_head(h)).squeeze(-1)  # bug: V >= 0
+
+
+class _ValueSoftplus(_NatureNet):
+    def forward(self, obs):
+        h = self.trunk(obs.float() / 255.0)
+        return self.policy_head(h), F.softplus(self.value_head(h)).squeeze(-1)  # bug: V > 0
+
+
+def make_model_layers_in_list(n_actions):
+    return _LayersInList(n_actions)
+
+
+def make_model_plain_tensor_weight(n_actions):
+    return _WeightAsPlainTensor(n_actions)
+
+
+def make_model_value_relu(n_actions):
+    return _ValueRelu(n_actions)
+
+
+def make_model_value_softplus(n_actions):
+    return _ValueSoftplus(n_actions)
+
+
 def make_model_values_n1(n_actions):
     return _ValuesNotSqueezed(n_actions)
 
@@ -192,6 +255,42 @@ class PolicyCategorical:
             "log_probs": dist.log_prob(actions),
             "values": values,
         }
+
+
+class PolicyLogSoftmaxLogits(PolicyCategorical):
+    """Valid: returns log_softmax(logits) as its logits (the same distribution)."""
+
+    def act(self, inputs):
+        out = super().act(inputs)
+        out["logits"] = F.log_softmax(out["logits"], dim=-1)
+        return out
+
+
+class PolicyShiftedLogits(PolicyCategorical):
+    """Valid: logits minus their row maximum (softmax ignores a constant per row)."""
+
+    def act(self, inputs):
+        out = super().act(inputs)
+        out["logits"] = out["logits"] - out["logits"].max(dim=-1, keepdim=True).values
+        return out
+
+
+class PolicyTensorActions(PolicyCategorical):
+    """Valid: actions returned as an int64 torch tensor (the runner converts it)."""
+
+    def act(self, inputs):
+        out = super().act(inputs)
+        out["actions"] = torch.as_tensor(out["actions"])
+        return out
+
+
+class PolicyInt32TensorActions(PolicyCategorical):
+    """Valid: actions as an int32 torch tensor."""
+
+    def act(self, inputs):
+        out = super().act(inputs)
+        out["actions"] = torch.as_tensor(out["actions"]).to(torch.int32)
+        return out
 
 
 class PolicyInverseCdf:
@@ -748,9 +847,17 @@ class GAEWithGraph(GAENumpy):
 # the corpus
 # ----------------------------------------------------------------------------------------------
 
-_MODEL_BROKEN = ("uint8", "float", "batch_of_one", "n_actions", "gradients", "not_saturated")
+_MODEL_BROKEN = (
+    "uint8",
+    "float",
+    "batch_of_one",
+    "n_actions",
+    "gradients",
+    "not_saturated",
+    "registered",
+)
 _ALL = {
-    "model": ("module", "size", *_MODEL_BROKEN),
+    "model": ("module", "size", "negative_values", *_MODEL_BROKEN),
     "policy": ("types", "outputs", "log_probs", "sampling", "independent", "batch_of_one"),
     "compute_value_targets": (
         "discounted_sum",
@@ -787,11 +894,35 @@ CORPUS = (
     Entry("model", "squeeze_all", make_model_squeeze_all, _fails("batch_of_one"), ".squeeze()"),
     Entry("model", "not_scaled", make_model_not_scaled, _fails("not_saturated"), "1/255"),
     Entry("model", "in_place_scale", make_model_in_place, _fails("float"), "in place"),
-    Entry("model", "no_float", make_model_no_float, _fails(*_MODEL_BROKEN), "raised"),
+    Entry(
+        "model", "no_float", make_model_no_float, _fails(*_MODEL_BROKEN, "negative_values"), "raised"
+    ),
     Entry("model", "stub", make_model_stub, _fails(*_ALL["model"]), "not implemented yet"),
     Entry("model", "loops", make_model_loops, _fails(*_ALL["model"]), "did not finish", 0.5),
+    Entry(
+        "model",
+        "layers_in_list",
+        make_model_layers_in_list,
+        _fails("registered"),
+        "not in model.parameters()",
+    ),
+    Entry(
+        "model",
+        "plain_tensor_weight",
+        make_model_plain_tensor_weight,
+        _fails("registered"),
+        "not in model.parameters()",
+    ),
+    Entry("model", "value_relu", make_model_value_relu, _fails("negative_values"), "cannot go"),
+    Entry(
+        "model", "value_softplus", make_model_value_softplus, _fails("negative_values"), "cannot go"
+    ),
     # policy
     Entry("policy", "valid_categorical", PolicyCategorical),
+    Entry("policy", "valid_log_softmax_logits", PolicyLogSoftmaxLogits),
+    Entry("policy", "valid_shifted_logits", PolicyShiftedLogits),
+    Entry("policy", "valid_tensor_actions", PolicyTensorActions),
+    Entry("policy", "valid_int32_tensor_actions", PolicyInt32TensorActions),
     Entry("policy", "valid_inverse_cdf", PolicyInverseCdf),
     Entry("policy", "greedy", PolicyGreedy, _fails("sampling", "independent"), "argmax"),
     Entry("policy", "uniform", PolicyUniform, _fails("sampling", "independent"), "chi-square"),
@@ -901,7 +1032,9 @@ CORPUS = (
         _fails("graph"),
         "keep torch tensors",
     ),
-    Entry("merge_time_batch", "arrays_to_tensors", MergeToTensors, _fails("arrays"), "np.stack"),
+    Entry(
+        "merge_time_batch", "arrays_to_tensors", MergeToTensors, _fails("arrays"), "stay a numpy"
+    ),
     Entry(
         "merge_time_batch",
         "lists_only",
@@ -924,7 +1057,7 @@ CORPUS = (
         "undetached_advantages",
         A2CUndetached,
         _fails("sgd_step", "detached", "coefficients"),
-        "advantages.detach()",
+        "Detach the advantages",
     ),
     Entry(
         "a2c",
@@ -937,7 +1070,7 @@ CORPUS = (
         "a2c",
         "entropy_sign",
         A2CEntropySign,
-        _fails("loss", "coefficients"),  # entropy_coef=0.01 barely moves the course network
+        _fails("loss", "sgd_step", "coefficients"),
         "must be subtracted",
     ),
     Entry(
@@ -947,9 +1080,9 @@ CORPUS = (
         _fails("value_loss", "loss", "sgd_step", "coefficients"),
         "factor 1/2",
     ),
-    Entry("a2c", "no_clipping", A2CNoClip, _fails("clipping"), "clip_grad_norm_"),
+    Entry("a2c", "no_clipping", A2CNoClip, _fails("clipping"), "scaled down"),
     Entry("a2c", "norm_after_clipping", A2CNormAfterClip, _fails("grad_norm"), "after clipping"),
-    Entry("a2c", "no_zero_grad", A2CNoZeroGrad, _fails("zero_grad"), "zero_grad()"),
+    Entry("a2c", "no_zero_grad", A2CNoZeroGrad, _fails("zero_grad"), "zero the gradients"),
     Entry(
         "a2c",
         "zero_grad_before_step",

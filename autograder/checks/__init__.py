@@ -1,23 +1,23 @@
 """The hidden checks of each graded part, one module per part key.
 
-Every module holds ``SUBCHECKS``, a tuple of :class:`~autograder.checks.base.SubCheck`; the
-student's candidate is always run against the *reference* implementations of the other parts
-(or small stubs), so one wrong part never costs points in another.
+Every module holds ``SUBCHECKS``, a tuple of :class:`~autograder.checks.base.SubCheck`: which
+probe runs the student's code on which cases, and how the observation is judged against the
+reference. The student's candidate always runs with fixtures, never with the student's other
+parts, so one wrong part never costs points in another.
 
-========================= ============================== =====================================
-part key                  candidate                      module
-========================= ============================== =====================================
-``model``                 the function ``make_model``    :mod:`autograder.checks.model`
-``policy``                the class ``Policy``           :mod:`autograder.checks.policy`
+========================= ================================ ============================
+part key                  candidate                        module
+========================= ================================ ============================
+``model``                 the function ``make_model``      :mod:`.model`
+``policy``                the class ``Policy``             :mod:`.policy`
 ``compute_value_targets`` the class ``ComputeValueTargets`` :mod:`.compute_value_targets`
-``merge_time_batch``      the class ``MergeTimeBatch``   :mod:`autograder.checks.merge_time_batch`
-``a2c``                   the class ``A2C``              :mod:`autograder.checks.a2c`
-``gae``                   the class ``ComputeGAE``       :mod:`autograder.checks.gae`
-========================= ============================== =====================================
+``merge_time_batch``      the class ``MergeTimeBatch``     :mod:`.merge_time_batch`
+``a2c``                   the class ``A2C``                :mod:`.a2c`
+``gae``                   the class ``ComputeGAE``         :mod:`.gae`
+========================= ================================ ============================
 
-Shared helpers: :mod:`.base` (the SubCheck record, comparisons), :mod:`.fakes` (stub models
-and policies), :mod:`.returns` (synthetic trajectories for the value-target parts) and
-:mod:`.a2c_bench` (networks, merged trajectories and one-step runs for the ``a2c`` part).
+Shared: :mod:`.base` (the SubCheck record, reference observations, comparisons) and
+:mod:`.returns` (cases for the value-target parts).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from .base import SubCheck
 
 __all__ = ["BONUS_PARTS", "PART_KEYS", "PART_NAMES", "subchecks"]
 
-#: The student's name each part key grades (what the notebook passes to ``grade_part``).
+#: The student's name each part key grades.
 PART_NAMES = {
     "model": "make_model",
     "policy": "Policy",

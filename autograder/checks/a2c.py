@@ -1,6 +1,6 @@
 """Checks of the ``a2c`` part: ``A2C(policy, optimizer, ...).step(merged_trajectory) -> dict``.
 
-Contract (design.md section 5), with B = T*N rows::
+Contract (docs/design.md), with B = T*N rows::
 
     advantages  = value_targets - values
     policy_loss = -mean(log_probs * advantages.detach())
@@ -10,112 +10,179 @@ Contract (design.md section 5), with B = T*N rows::
     step: zero_grad, backward, clip_grad_norm_(max_grad_norm), optimizer.step;
           returns floats loss, policy_loss, value_loss, entropy, grad_norm (before clipping)
 
-The student's class and the reference run side by side on two copies of the same network and
-the same merged trajectory (the reference Policy drives both), so the reported numbers and the
-parameters after one optimizer step can be compared. A student who recomputes the log-probs
-from ``observations`` with ``policy.model`` gets the same numbers: that is accepted.
+The student's class and the reference run the same probe (:func:`course_lib.checks.probes.a2c_run`):
+the same fixture network, policy, optimizer and merged batch, so the reported numbers and the
+parameters after a step can be compared. A student who recomputes the log-probs from
+``observations`` with ``policy.model`` gets the same numbers: that is accepted.
 
 So that one mistake costs its own points only, the mechanics of ``step`` (which optimizer,
 clipping, zero_grad, the reported grad_norm) are checked against the student's *own*
 gradient: e.g. a clipped SGD step must be the student's unclipped step scaled down to
-``max_grad_norm``, whatever loss produced it. Most checks use
-:class:`~autograder.checks.fakes.TwoHeadModel` (fast, and its heads share no parameter); one
-uses the course's network.
+``max_grad_norm``, whatever loss produced it. Most checks use the two-headed fixture (its heads
+share no parameter); one uses a small network with a shared trunk.
 """
 
 from __future__ import annotations
 
-import copy
+import functools
 from typing import Any
 
 import numpy as np
+import torch
 
-from .a2c_bench import (
-    N_ACTIONS,
-    NO_CLIP,
-    STAT_KEYS,
-    N,
-    T,
-    initial_model,
-    make_optimizer,
-    merged_trajectory,
-    number,
-    require_update,
-    run_steps,
-    same_update,
-    side_by_side,
-    student_step,
-    update,
-)
-from .base import CheckFailed, SubCheck, describe
-from .fakes import GradingPolicy
+from course_lib.checks import fixtures
+from solutions import reference
+
+from .base import CheckFailed, SubCheck, describe, reference_observation
 
 __all__ = ["SUBCHECKS"]
 
+N_ACTIONS, ROWS, LR = 4, 12, 0.1
+STAT_KEYS = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
+NO_CLIP = 1e6  # a max_grad_norm that never clips
 
-def _check_stats_dict(cls: Any) -> None:
-    got, _, _, _, _ = side_by_side(cls, max_grad_norm=0.05)
-    missing = [key for key in STAT_KEYS if key not in got]
+
+def run(
+    model: str = "two_heads", optimizer: str = "sgd", steps: tuple[int, ...] = (0,), **coefs: float
+) -> dict[str, Any]:
+    """One run of the probe: which network, optimizer, coefficients and batches."""
+    return {
+        "model": model,
+        "init_seed": 0,
+        "n_actions": N_ACTIONS,
+        "rows": ROWS,
+        "optimizer": optimizer,
+        "coefs": coefs,
+        "steps": list(steps),
+    }
+
+
+@functools.lru_cache(maxsize=4)
+def initial(model: str) -> np.ndarray:
+    """The fixture network's parameters before any step, flattened (float64)."""
+    net = fixtures.make_fixture_model(model, N_ACTIONS, 0)
+    return torch.cat([p.detach().double().flatten() for p in net.parameters()]).numpy()
+
+
+def _stats(observation: dict[str, Any], index: int = 0) -> dict[str, dict[str, Any]]:
+    entry = observation["stats"][index]
+    if entry["returned"].get("kind") != "dict":
+        raise CheckFailed(f"step() should return a dict of floats, got {describe(entry['returned'])}")
+    return entry["values"]
+
+
+def number(observation: dict[str, Any], key: str) -> float:
+    """``stats[key]`` as a float, or CheckFailed saying what is missing or wrong."""
+    stats = _stats(observation)
+    if key not in stats:
+        raise CheckFailed(f"step() returned no {key!r} (its keys: {sorted(stats)})")
+    record = stats[key]
+    if record.get("kind") == "number":
+        return float(record["value"])
+    data = record.get("data")
+    if record.get("kind") in ("tensor", "ndarray") and data is not None and np.size(data) == 1:
+        return float(np.asarray(data).reshape(()))
+    raise CheckFailed(f"stats[{key!r}] is not a number: {describe(record)}")
+
+
+def update(observation: dict[str, Any], model: str, step: int = 0) -> np.ndarray:
+    """All parameter changes of step ``step`` (from the state before it)."""
+    before = initial(model) if step == 0 else np.asarray(observation["params"][step - 1])
+    after = np.asarray(observation["params"][step])
+    if after.shape != before.shape:
+        raise CheckFailed("the network's parameters changed shape during step()")
+    return after - before
+
+
+def reference_run(case: dict[str, Any]) -> dict[str, Any]:
+    return reference_observation(reference.A2C, "a2c_run", case)
+
+
+def same_update(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    """Fail unless update ``got`` equals ``want`` up to float32 rounding."""
+    if float(np.linalg.norm(got)) == 0.0 and float(np.linalg.norm(want)) > 0.0:
+        raise CheckFailed(
+            f"{what}: the parameters did not change; call loss.backward() and then "
+            "optimizer.step() (and zero_grad before backward, not between backward and step)"
+        )
+    diff, norm = float(np.linalg.norm(got - want)), float(np.linalg.norm(want))
+    if not diff <= 1e-3 * norm + 1e-7:
+        relative = diff / max(norm, 1e-12)
+        size = f"{relative:.1%} of" if relative < 10 else f"{relative:.3g} times"
+        raise CheckFailed(
+            f"{what}: your parameter update differs from the expected one by {size} its size "
+            f"(your update's norm {float(np.linalg.norm(got)):.3g}, expected {norm:.3g})"
+        )
+
+
+def require_update(delta: np.ndarray) -> None:
+    """Fail when one step left the parameters as they were (nothing to compare then)."""
+    if float(np.linalg.norm(delta)) == 0.0:
+        raise CheckFailed(
+            "one SGD step did not change the parameters; call loss.backward() and then "
+            "optimizer.step() (and zero_grad before backward, not between backward and step)"
+        )
+
+
+def _check_stats(observation: dict[str, Any], case: dict[str, Any]) -> None:
+    stats = _stats(observation)
+    missing = [key for key in STAT_KEYS if key not in stats]
     if missing:
-        raise CheckFailed(f"step() returned no {missing} (its keys: {sorted(got)})")
+        raise CheckFailed(f"step() returned no {missing} (its keys: {sorted(stats)})")
     for key in STAT_KEYS:
-        value = got[key]
-        if isinstance(value, bool) or not isinstance(value, (float, int, np.floating)):
+        if stats[key].get("kind") != "number":
             raise CheckFailed(
-                f"stats[{key!r}] should be a Python float, got {describe(value)}: use .item() "
-                "(a tensor would keep the graph and the GPU memory alive while you log it)"
+                f"stats[{key!r}] should be a Python float, got {describe(stats[key])}: use "
+                ".item() (a tensor would keep the graph and the GPU memory alive while you log it)"
             )
 
 
 def _hint_ratio(got: float, want: float) -> str:
     if np.isclose(got, -want, rtol=1e-4, atol=1e-6):
         return " It has the opposite sign: check the minus sign in the formula."
-    for factor, text in ((T * N, "a sum over the batch: use the mean"), (0.5, "a factor 1/2")):
+    for factor, text in ((ROWS, "a sum over the batch: use the mean"), (0.5, "a factor 1/2")):
         if np.isclose(got, factor * want, rtol=1e-4, atol=1e-6):
             return f" It is {text}."
     return ""
 
 
-def _term_check(key: str, formula: str):
-    def run(cls: Any) -> None:
-        got_stats, want_stats, _, _, _ = side_by_side(cls, max_grad_norm=0.05)
-        got, want = number(got_stats, key), float(want_stats[key])
+def _term(key: str, formula: str):
+    def judge(observation: dict[str, Any], case: dict[str, Any]) -> None:
+        got, want = number(observation, key), number(reference_run(case), key)
         if not np.isclose(got, want, rtol=1e-4, atol=1e-6):
             raise CheckFailed(
-                f"on a merged batch of B={T * N} rows with A={N_ACTIONS} actions, {key} should be "
+                f"on a merged batch of B={ROWS} rows with A={N_ACTIONS} actions, {key} should be "
                 f"{formula} = {want:.6g}, got {got:.6g}.{_hint_ratio(got, want)}"
             )
 
-    return run
+    return judge
 
 
-def _check_loss(cls: Any) -> None:
-    for coefs in ({}, {"value_loss_coef": 0.7, "entropy_coef": 0.2}):
-        got_stats, want_stats, _, _, _ = side_by_side(cls, max_grad_norm=0.05, **coefs)
-        got = number(got_stats, "loss")
-        c_v, c_e = coefs.get("value_loss_coef", 0.25), coefs.get("entropy_coef", 0.01)
-        pl, vl, ent = (float(want_stats[k]) for k in ("policy_loss", "value_loss", "entropy"))
-        want = float(want_stats["loss"])
-        if not np.isclose(got, want, rtol=1e-4, atol=1e-6):
-            hint = ""
-            if np.isclose(got, pl + c_v * vl + c_e * ent, rtol=1e-4, atol=1e-6):
-                hint = " The entropy bonus must be subtracted (it rewards exploration)."
-            elif np.isclose(got, pl + 0.25 * vl - 0.01 * ent, rtol=1e-4, atol=1e-6):
-                hint = " You used the default coefficients: use the ones passed to __init__."
-            raise CheckFailed(
-                f"with value_loss_coef={c_v}, entropy_coef={c_e}: loss should be policy_loss + "
-                f"{c_v} * value_loss - {c_e} * entropy = {want:.6g}, got {got:.6g}.{hint}"
-            )
+def _check_loss(observation: dict[str, Any], case: dict[str, Any]) -> None:
+    coefs = case["coefs"]
+    c_v, c_e = coefs.get("value_loss_coef", 0.25), coefs.get("entropy_coef", 0.01)
+    want_run = reference_run(case)
+    pl, vl, ent = (number(want_run, k) for k in ("policy_loss", "value_loss", "entropy"))
+    got, want = number(observation, "loss"), number(want_run, "loss")
+    if not np.isclose(got, want, rtol=1e-4, atol=1e-6):
+        hint = ""
+        if np.isclose(got, pl + c_v * vl + c_e * ent, rtol=1e-4, atol=1e-6):
+            hint = " The entropy bonus must be subtracted (it rewards exploration)."
+        elif np.isclose(got, pl + 0.25 * vl - 0.01 * ent, rtol=1e-4, atol=1e-6):
+            hint = " You used the default coefficients: use the ones passed to __init__."
+        raise CheckFailed(
+            f"with value_loss_coef={c_v}, entropy_coef={c_e}: loss should be policy_loss + "
+            f"{c_v} * value_loss - {c_e} * entropy = {want:.6g}, got {got:.6g}.{hint}"
+        )
 
 
-def _check_grad_norm(cls: Any) -> None:
-    max_norm = 0.05
-    unclipped, _ = student_step(cls, max_grad_norm=NO_CLIP)  # SGD, lr = 0.1
-    own_norm = float(unclipped.norm()) / 0.1  # the norm of the student's own gradient
-    got_stats, want_stats, _, _, _ = side_by_side(cls, max_grad_norm=max_norm)
-    got, want = number(got_stats, "grad_norm"), float(want_stats["grad_norm"])
-    # Either norm is right: the student's own gradient (when the loss has a mistake of its
-    # own, already counted elsewhere) or the reference's (when the update itself is broken).
+def _check_grad_norm(observation: dict[str, Any], case: dict[str, Any]) -> None:
+    unclipped, clipped = observation["runs"]
+    max_norm = case["runs"][1]["coefs"]["max_grad_norm"]
+    own_norm = float(np.linalg.norm(update(unclipped, "two_heads"))) / LR
+    got, want = number(clipped, "grad_norm"), number(reference_run(case)["runs"][1], "grad_norm")
+    # Either norm is right: the student's own gradient (when the loss has a mistake of its own,
+    # already counted elsewhere) or the reference's (when the update itself is broken).
     if not any(np.isclose(got, norm, rtol=1e-3, atol=1e-6) for norm in (own_norm, want)):
         hint = ""
         if np.isclose(got, max_norm, rtol=1e-3):
@@ -127,131 +194,172 @@ def _check_grad_norm(cls: Any) -> None:
         )
 
 
-def _check_sgd_step(cls: Any) -> None:
-    _, _, student, ref, initial = side_by_side(cls, kind="nature", max_grad_norm=NO_CLIP)
-    same_update(
-        update(student, initial),
-        update(ref, initial),
-        "one SGD step of the course network (lr=0.1, no clipping, default coefficients), "
-        "compared with the reference",
-    )
+def _against_reference(what: str):
+    def judge(observation: dict[str, Any], case: dict[str, Any]) -> None:
+        same_update(
+            update(observation, case["model"]), update(reference_run(case), case["model"]), what
+        )
+
+    return judge
 
 
-def _check_coefficients(cls: Any) -> None:
-    coefs = {"value_loss_coef": 0.7, "entropy_coef": 0.2, "max_grad_norm": NO_CLIP}
-    _, _, student, ref, initial = side_by_side(cls, **coefs)
-    same_update(
-        update(student, initial),
-        update(ref, initial),
-        "one SGD step with value_loss_coef=0.7, entropy_coef=0.2, compared with the reference",
-    )
-
-
-def _check_detached(cls: Any) -> None:
-    model = copy.deepcopy(initial_model("two_heads", 0))
-    before = copy.deepcopy(model.value_head.state_dict())
-    coefs = {"value_loss_coef": 0.0, "entropy_coef": 0.01, "max_grad_norm": NO_CLIP}
-    run_steps(cls, model, "sgd", **coefs)
-    moved = max(float((model.value_head.state_dict()[k] - before[k]).abs().max()) for k in before)
+def _check_detached(observation: dict[str, Any], case: dict[str, Any]) -> None:
+    value_head = 4 * 7 * 7 + 1  # TwoHeadModel: value_head.weight (1, 196) and its bias, last
+    moved = float(np.abs(update(observation, "two_heads")[-value_head:]).max())
     if moved > 1e-7:
         raise CheckFailed(
             "with value_loss_coef=0 and a network whose value head shares no parameter with "
             f"the policy head, one SGD step moved the value head by {moved:.3g}: the policy "
-            "loss sends gradient into the values. Use advantages.detach() in the policy loss "
+            "loss sends gradient into the values. Detach the advantages in the policy loss "
             "(and multiply value_loss by value_loss_coef)"
         )
 
 
-# The three checks below compare the student's code with itself (its own gradient), so a
-# mistake in the loss does not cost these points again.
-
-
-def _check_optimizer_used(cls: Any) -> None:
-    sgd_update, _ = student_step(cls, max_grad_norm=NO_CLIP)  # SGD, lr = 0.1
+def _check_optimizer(observation: dict[str, Any], case: dict[str, Any]) -> None:
+    sgd, rms = observation["runs"]
+    sgd_update = update(sgd, "two_heads")
     require_update(sgd_update)
-    gradient = -sgd_update / 0.1
-    rms_update, _ = student_step(cls, optimizer="rmsprop", max_grad_norm=NO_CLIP)
+    gradient = -sgd_update / LR
     # First RMSprop step: square_avg = (1 - alpha) g^2, update = -lr g / (sqrt(square_avg) + eps)
-    expected = -7e-4 * gradient / ((0.01 * gradient**2).sqrt() + 1e-5)
+    expected = -7e-4 * gradient / (np.sqrt(0.01 * gradient**2) + 1e-5)
     same_update(
-        rms_update,
+        update(rms, "two_heads"),
         expected,
         "with an RMSprop optimizer (lr=7e-4, alpha=0.99, eps=1e-5), one step should be "
         "RMSprop's step on your own gradient: step with the optimizer given to __init__",
     )
 
 
-def _check_clipping(cls: Any) -> None:
-    max_norm = 1e-3
-    unclipped, _ = student_step(cls, max_grad_norm=NO_CLIP)  # SGD, lr = 0.1
+def _check_clipping(observation: dict[str, Any], case: dict[str, Any]) -> None:
+    unclipped_run, clipped_run = observation["runs"]
+    max_norm = case["runs"][1]["coefs"]["max_grad_norm"]
+    unclipped = update(unclipped_run, "two_heads")
     require_update(unclipped)
-    clipped, _ = student_step(cls, max_grad_norm=max_norm)
-    norm = float(unclipped.norm()) / 0.1
+    norm = float(np.linalg.norm(unclipped)) / LR
     expected = unclipped * min(1.0, max_norm / max(norm, 1e-12))
     same_update(
-        clipped,
+        update(clipped_run, "two_heads"),
         expected,
         f"with max_grad_norm={max_norm:g} your gradient (norm {norm:.3g}) should be scaled down "
-        f"to norm {max_norm:g}: call nn.utils.clip_grad_norm_(parameters, max_grad_norm) after "
-        "backward() and before optimizer.step()",
+        f"to norm {max_norm:g} before the optimizer step",
     )
 
 
-def _check_two_steps(cls: Any) -> None:
-    model = copy.deepcopy(initial_model("two_heads", 0))
-    agent = cls(GradingPolicy(model), make_optimizer("sgd", model), max_grad_norm=NO_CLIP)
-    agent.step(merged_trajectory(model, seed=0))
-    require_update(update(model, initial_model("two_heads", 0)))
-    after_first = copy.deepcopy(model)
-    fresh = copy.deepcopy(model)
-    for param in fresh.parameters():
-        param.grad = None  # a new agent starts without the first step's gradient
-    agent.step(merged_trajectory(model, seed=1))
-    run_steps(cls, fresh, "sgd", seeds=(1,), max_grad_norm=NO_CLIP)
+def _check_two_steps(observation: dict[str, Any], case: dict[str, Any]) -> None:
+    require_update(update(observation, "two_heads", 0))
+    second = update(observation, "two_heads", 1)
+    fresh = np.asarray(observation["fresh_params"]) - np.asarray(observation["params"][0])
     same_update(
-        update(model, after_first),
-        update(fresh, after_first),
+        second,
+        fresh,
         "the second of two steps in a row should equal the same step made by a fresh A2C "
-        "(the first step's gradient leaked into the second: call optimizer.zero_grad() before "
-        "loss.backward() in every step)",
+        "(the first step's gradient leaked into the second: zero the gradients in every step)",
     )
 
+
+_CLIPPED = run(max_grad_norm=0.05)
+_WEIGHTED = run(value_loss_coef=0.7, entropy_coef=0.2, max_grad_norm=NO_CLIP)
 
 SUBCHECKS = (
     SubCheck(
-        "stats", "step() returns a dict of floats: " + ", ".join(STAT_KEYS), 1, _check_stats_dict
+        "stats",
+        "step() returns a dict of floats: " + ", ".join(STAT_KEYS),
+        1,
+        "a2c_run",
+        (_CLIPPED,),
+        _check_stats,
     ),
     SubCheck(
         "policy_loss",
         "policy_loss = -mean(log_probs * advantages)",
         2,
-        _term_check("policy_loss", "-mean(log_probs * (value_targets - values))"),
+        "a2c_run",
+        (_CLIPPED,),
+        _term("policy_loss", "-mean(log_probs * (value_targets - values))"),
     ),
     SubCheck(
         "value_loss",
         "value_loss = mean((value_targets - values)^2)",
         1,
-        _term_check("value_loss", "mean((value_targets - values) ** 2)"),
+        "a2c_run",
+        (_CLIPPED,),
+        _term("value_loss", "mean((value_targets - values) ** 2)"),
     ),
     SubCheck(
         "entropy",
         "entropy = mean(-sum_a pi log pi)",
         1,
-        _term_check("entropy", "mean over rows of -sum_a softmax(logits) * log_softmax(logits)"),
+        "a2c_run",
+        (_CLIPPED,),
+        _term("entropy", "mean over rows of -sum_a softmax(logits) * log_softmax(logits)"),
     ),
-    SubCheck("loss", "loss = policy_loss + c_v * value_loss - c_e * entropy", 1, _check_loss),
-    SubCheck("grad_norm", "grad_norm is the norm before clipping", 1, _check_grad_norm),
-    SubCheck("sgd_step", "one SGD step gives the reference's parameters", 3, _check_sgd_step),
-    SubCheck("detached", "advantages are detached in the policy loss", 2, _check_detached),
+    SubCheck(
+        "loss",
+        "loss = policy_loss + c_v * value_loss - c_e * entropy",
+        1,
+        "a2c_run",
+        (_CLIPPED, run(value_loss_coef=0.7, entropy_coef=0.2, max_grad_norm=0.05)),
+        _check_loss,
+    ),
+    SubCheck(
+        "grad_norm",
+        "grad_norm is the norm before clipping",
+        1,
+        "a2c_run",
+        ({"runs": [run(max_grad_norm=NO_CLIP), _CLIPPED]},),
+        _check_grad_norm,
+    ),
+    SubCheck(
+        "sgd_step",
+        "one SGD step gives the reference's parameters",
+        3,
+        "a2c_run",
+        (run(model="shared", max_grad_norm=NO_CLIP),),
+        _against_reference(
+            "one SGD step of a network with a shared trunk (lr=0.1, no clipping, default "
+            "coefficients), compared with the reference"
+        ),
+    ),
+    SubCheck(
+        "detached",
+        "advantages are detached in the policy loss",
+        2,
+        "a2c_run",
+        (run(value_loss_coef=0.0, entropy_coef=0.01, max_grad_norm=NO_CLIP),),
+        _check_detached,
+    ),
     SubCheck(
         "coefficients",
         "value_loss_coef and entropy_coef are honoured in the update",
         1,
-        _check_coefficients,
+        "a2c_run",
+        (_WEIGHTED,),
+        _against_reference(
+            "one SGD step with value_loss_coef=0.7, entropy_coef=0.2, compared with the reference"
+        ),
     ),
     SubCheck(
-        "optimizer", "steps with the optimizer it was given (RMSprop)", 1, _check_optimizer_used
+        "optimizer",
+        "steps with the optimizer it was given (RMSprop)",
+        1,
+        "a2c_run",
+        ({"runs": [run(max_grad_norm=NO_CLIP), run(optimizer="rmsprop", max_grad_norm=NO_CLIP)]},),
+        _check_optimizer,
     ),
-    SubCheck("clipping", "gradients are clipped to max_grad_norm", 2, _check_clipping),
-    SubCheck("zero_grad", "two steps in a row (zero_grad in every step)", 2, _check_two_steps),
+    SubCheck(
+        "clipping",
+        "gradients are clipped to max_grad_norm",
+        2,
+        "a2c_run",
+        ({"runs": [run(max_grad_norm=NO_CLIP), run(max_grad_norm=1e-3)]},),
+        _check_clipping,
+    ),
+    SubCheck(
+        "zero_grad",
+        "two steps in a row (zero_grad in every step)",
+        2,
+        "a2c_run",
+        ({**run(steps=(0, 1), max_grad_norm=NO_CLIP), "fresh_second": True},),
+        _check_two_steps,
+    ),
 )

@@ -1,89 +1,86 @@
-"""What every part's checks share: the :class:`SubCheck` record and comparison helpers.
+"""What every part's checks share: the :class:`SubCheck` record, the reference's observations
+and the helpers that read an observation.
 
-A part's module (``autograder/checks/<part>.py``) exposes ``SUBCHECKS``, a tuple of
-:class:`SubCheck`. Each sub-check is a function of the student's candidate (a class, or the
-``make_model`` function) that returns on success and raises
-:class:`~autograder.sandbox.CheckFailed` with a student-facing message on a wrong result.
-The message shows the smallest input that fails, the expected and the actual values, and,
-when a common mistake explains the difference, a hint.
+A sub-check names a *probe* (:mod:`course_lib.checks.probes`) and the cases to run it on. The
+probe runs where the student's code runs (a sandboxed process when grading) and reports plain
+data; :meth:`SubCheck.judge` runs here, in the trusted process, on that data only, and raises
+:class:`CheckFailed` with a student-facing message (the smallest failing input, expected and
+actual values, a hint) when the student's observation is wrong. Expected values come from the
+reference run through the same probe on the same case (:func:`reference_observation`).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from ..sandbox import CheckFailed
+from course_lib.checks import CheckFailed
+from course_lib.checks.harness import SEED, guarded
+from course_lib.checks.probes import run_probe
+from course_lib.checks.record import array_of, describe, dumps
 
 __all__ = [
     "CheckFailed",
     "SubCheck",
-    "as_array",
+    "array_of",
     "describe",
     "fmt",
     "is_close",
-    "seed_all",
+    "reference_observation",
 ]
+
+Judge = Callable[[dict[str, Any], dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
 class SubCheck:
-    """One line of feedback and its share of the part's points."""
+    """One line of feedback, its share of the part's points, and how it is probed and judged."""
 
     key: str  #: short stable name, for reports and tests ("resets")
     title: str  #: what is checked, in the student's terms ("targets stop at episode ends")
     weight: int  #: share of the part's points: weight / sum of the part's weights
-    run: Callable[[Any], None]  #: run(candidate) returns, or raises CheckFailed
-    seconds: float = 10.0  #: time limit of this sub-check (student code included)
+    probe: str  #: the probe that runs the student's code (course_lib.checks.probes.PROBES)
+    cases: tuple[dict[str, Any], ...]  #: inputs, smallest first; every one must pass
+    judge: Judge  #: judge(observation, case) returns, or raises CheckFailed
+    seconds: float = 10.0  #: time limit of one case (student code included)
+
+    def steps(self) -> list[dict[str, Any]]:
+        """The plan's steps of this sub-check (plain data for the student's process)."""
+        return [
+            {"key": f"{self.key}.{index}", "probe": self.probe, "case": case, "seconds": self.seconds}
+            for index, case in enumerate(self.cases)
+        ]
 
 
-def seed_all(seed: int) -> None:
-    """Seed Python, numpy and torch, so each sub-check sees the same random numbers."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+_CACHE: dict[str, dict[str, Any]] = {}
+_LOCK = threading.Lock()
 
 
-def describe(value: Any) -> str:
-    """``"torch.Tensor float32 (3, 2)"``, ``"list of 4 numpy.ndarray"``... for messages."""
-    if isinstance(value, torch.Tensor):
-        grad = " with autograd graph" if value.requires_grad else ""
-        return f"torch.Tensor {str(value.dtype).replace('torch.', '')} {tuple(value.shape)}{grad}"
-    if isinstance(value, np.ndarray):
-        return f"numpy.ndarray {value.dtype} {value.shape}"
-    if isinstance(value, (list, tuple)):
-        kinds = sorted({describe(item) for item in value[:50]})
-        inner = kinds[0] if len(kinds) == 1 else "mixed items"
-        return f"{type(value).__name__} of {len(value)} x {inner}"
-    return type(value).__name__
-
-
-def as_array(value: Any, what: str) -> np.ndarray:
-    """``value`` (tensor, array, number, or list of those) as a float64 numpy array.
-
-    Raises CheckFailed, naming ``what``, when it cannot be read as numbers.
-    """
-    try:
-        if isinstance(value, torch.Tensor):
-            return value.detach().cpu().double().numpy()
-        if isinstance(value, (list, tuple)):
-            return np.stack([as_array(item, what) for item in value])
-        array = np.asarray(value)
-        if array.dtype == object or array.dtype.kind not in "biuf":
-            raise TypeError(array.dtype)
-        return array.astype(np.float64)
-    except CheckFailed:
-        raise
-    except Exception as error:  # noqa: BLE001 - report any unreadable value the same way
-        raise CheckFailed(
-            f"{what} should hold numbers (a tensor, an array, or a list of them), got "
-            f"{describe(value)} ({type(error).__name__}: {error})"
-        ) from None
+def reference_observation(candidate: Any, probe: str, case: dict[str, Any]) -> dict[str, Any]:
+    """What ``probe`` observes of the reference ``candidate`` on ``case`` (computed once)."""
+    key = f"{getattr(candidate, '__qualname__', candidate)}|{probe}|{dumps(case)}"
+    with _LOCK:
+        if key not in _CACHE:
+            states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+            random.seed(SEED)
+            np.random.seed(SEED)
+            torch.manual_seed(SEED)
+            try:
+                record = guarded(lambda: run_probe(probe, candidate, case), None)
+            finally:
+                random.setstate(states[0])
+                np.random.set_state(states[1])
+                torch.set_rng_state(states[2])
+            if not record["ok"]:
+                raise RuntimeError(f"the reference failed probe {probe!r}: {record['error']}")
+            _CACHE[key] = record["observation"]
+        return _CACHE[key]
 
 
 def fmt(value: Any, precision: int = 4) -> str:
@@ -96,20 +93,11 @@ def fmt(value: Any, precision: int = 4) -> str:
     ).replace("\n", "")
 
 
-def is_close(got: np.ndarray, expected: np.ndarray, rtol: float = 1e-4, atol: float = 1e-4) -> bool:
+def is_close(got: Any, expected: Any, rtol: float = 1e-4, atol: float = 1e-4) -> bool:
     """Same shape and allclose; NaN anywhere fails."""
-    got, expected = np.asarray(got), np.asarray(expected)
+    if got is None or expected is None:
+        return False
+    got, expected = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
     if got.shape != expected.shape or not np.all(np.isfinite(got)):
         return False
     return bool(np.allclose(got, expected, rtol=rtol, atol=atol))
-
-
-def first_failure(
-    cases: Sequence[Any], check_case: Callable[[Any], str | None]
-) -> tuple[Any, str] | None:
-    """The first case (cases are ordered smallest first) whose check returns a message."""
-    for case in cases:
-        message = check_case(case)
-        if message:
-            return case, message
-    return None

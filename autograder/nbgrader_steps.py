@@ -1,0 +1,101 @@
+"""nbgrader preprocessors of the course: scores come from the grader's record, never from cells.
+
+``python -m autograder`` runs the student's notebook in a sandbox and judges every part in its
+own, trusted process (:mod:`autograder.pipeline`). It then hands the notebook to
+``nbgrader autograde`` only to fill the gradebook, with execution switched off
+(``autograder/nbgrader_config.py``):
+
+* :class:`TrustedScores` replaces the outputs of every autograded cell by the grader's record
+  for that part, one stdout stream (the feedback) and one float result (the points), which
+  nbgrader's ``SaveAutoGrades`` then saves. Whatever the student's code printed or displayed in
+  those cells is gone. Without a record (``--TrustedScores.record=...``, which only the grader
+  passes) it stops nbgrader with an error, so running ``nbgrader autograde`` by hand cannot
+  grade a notebook's own outputs.
+* :class:`HideGradedTracebacks` cuts the traceback of an error in a graded cell to its last
+  line in the feedback HTML (a traceback quotes the cell's source, hidden lines included).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from nbconvert.preprocessors import Preprocessor
+from nbformat import NotebookNode
+from nbformat.v4 import new_output
+from traitlets import Bool, Unicode
+
+__all__ = ["HideGradedTracebacks", "TrustedScores", "error_line", "strip_ansi"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal colour codes (IPython colours its tracebacks)."""
+    return _ANSI.sub("", text)
+
+
+def error_line(output: dict[str, Any]) -> str:
+    """``"ZeroDivisionError: division by zero"`` for an ``error`` output; no source lines."""
+    name = strip_ansi(str(output.get("ename", "Error")))
+    value = strip_ansi(str(output.get("evalue", ""))).strip()
+    return f"{name}: {value}" if value else name
+
+
+def _graded_code(cell: NotebookNode) -> str | None:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    if cell.get("cell_type") == "code" and meta.get("grade") and not meta.get("solution"):
+        return meta.get("grade_id")
+    return None
+
+
+class TrustedScores(Preprocessor):
+    """Set every autograded cell's outputs from the grader's record (see the module docstring)."""
+
+    enabled = Bool(True, help="nbconvert runs a preprocessor only when enabled").tag(config=True)
+    record = Unicode(
+        "", help="JSON file {grade_id: {score, feedback}} written by python -m autograder"
+    ).tag(config=True)
+
+    def preprocess(
+        self, nb: NotebookNode, resources: dict[str, Any]
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        if not self.record or not Path(self.record).is_file():
+            raise RuntimeError(
+                "This course grades with `python -m autograder grade-all` (the student's code runs "
+                "in a sandbox, the scores come from the grader): `nbgrader autograde` alone "
+                "would grade whatever the notebook's cells display."
+            )
+        scores = json.loads(Path(self.record).read_text(encoding="utf-8"))
+        for cell in nb.cells:
+            grade_id = _graded_code(cell)
+            if grade_id is None:
+                continue
+            entry = scores.get(grade_id, {"score": 0.0, "feedback": "not graded: no record"})
+            cell.outputs = [
+                new_output("stream", name="stdout", text=str(entry["feedback"]) + "\n"),
+                new_output(
+                    "execute_result",
+                    data={"text/plain": repr(float(entry["score"]))},
+                    execution_count=cell.get("execution_count"),
+                ),
+            ]
+        return nb, resources
+
+
+class HideGradedTracebacks(Preprocessor):
+    """Cut every traceback in a graded cell to one line (``ename: evalue``)."""
+
+    enabled = Bool(True, help="nbconvert runs a preprocessor only when enabled").tag(config=True)
+
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: dict[str, Any], index: int
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        graded = bool(cell.get("metadata", {}).get("nbgrader", {}).get("grade", False))
+        if graded and cell.get("cell_type") == "code":
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error":
+                    output["traceback"] = [error_line(output)]
+        return cell, resources

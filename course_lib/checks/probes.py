@@ -1,0 +1,385 @@
+"""Probes: run one student part on given inputs and report, as plain data, what came back.
+
+A probe never judges. It builds the part's inputs from a *case* (plain data: sizes, seeds,
+small arrays), calls the student's code once or a few times and returns an observation: the
+outputs (:func:`~course_lib.checks.record.capture`), and facts only the running code can see
+(which parameters a gradient reached, which inputs were changed in place). Exceptions from the
+student's code propagate to the caller.
+
+The same probes serve two callers: the visible checks compare an observation with numbers
+worked out by hand, and the course's grader runs them in a sandboxed process and compares the
+observation, in another process, with what the reference gives on the same case.
+
+``PROBES`` maps a probe's name to its function ``probe(candidate, case) -> dict``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from . import fixtures
+from .record import capture
+
+__all__ = ["PROBES", "run_probe"]
+
+Observation = dict[str, Any]
+
+
+def _seeded(seed: int) -> None:
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+
+
+# ------------------------------------------------------------------------------ model
+def _build(make_model: Callable[[int], Any], n_actions: int, init_seed: int) -> Any:
+    _seeded(init_seed)
+    return make_model(n_actions)
+
+
+def _obs(case: dict[str, Any], key: str = "obs_seed", n: str = "n") -> torch.Tensor:
+    return torch.from_numpy(fixtures.random_frames(int(case[n]), int(case[key])))
+
+
+def model_build(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
+    model = _build(make_model, case["n_actions"], case["init_seed"])
+    return {"is_module": isinstance(model, nn.Module), "type": capture(model, data=False)}
+
+
+def model_outputs(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
+    """Forward on ``n`` random uint8 frames (and, with ``float_too``, the same as float32)."""
+    model = _build(make_model, case["n_actions"], case["init_seed"])
+    obs = _obs(case)
+    observed: Observation = {"output": capture(model(obs))}
+    if case.get("float_too"):
+        as_float = obs.float()
+        kept = as_float.clone()
+        with torch.no_grad():
+            observed["float_output"] = capture(model(as_float))
+        observed["float_input_unchanged"] = bool(torch.equal(as_float, kept))
+    return observed
+
+
+def model_size(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
+    model = _build(make_model, case["n_actions"], case["init_seed"])
+    return {"trainable": int(sum(p.numel() for p in model.parameters() if p.requires_grad))}
+
+
+def model_gradients(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
+    """Which parameters the gradient of each output reaches, and the outputs themselves."""
+    model = _build(make_model, case["n_actions"], case["init_seed"])
+    obs = _obs(case)
+    reached = {}
+    for index, name in enumerate(("logits", "values")):
+        model.zero_grad()
+        output = model(obs)[index]
+        reached[f"{name}_requires_grad"] = bool(output.requires_grad)
+        if output.requires_grad:
+            (output**2).sum().backward()
+        reached[name] = [
+            n for n, p in model.named_parameters() if p.grad is not None and bool(p.grad.any())
+        ]
+    with torch.no_grad():
+        reached["output"] = capture(model(obs))
+    return reached
+
+
+def _graph_leaves(outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The leaf tensors that an autograd graph accumulates gradients into."""
+    leaves, seen, todo = [], set(), [out.grad_fn for out in outputs if out.grad_fn is not None]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            leaves.append(variable)
+        todo.extend(next_node for next_node, _ in node.next_functions)
+    return leaves
+
+
+def model_registered(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
+    """Are the tensors that shape the outputs the module's own (parameters, .to, state_dict)?"""
+    obs = _obs(case)
+    model = _build(make_model, case["n_actions"], case["init_seed"])
+    logits, values = model(obs)
+    own = {id(p) for p in model.parameters()}
+    outside = [list(t.shape) for t in _graph_leaves([logits, values]) if id(t) not in own]
+    observed: Observation = {"outside_parameters": outside}
+    twin = _build(make_model, case["n_actions"], case["init_seed"] + 1)
+    twin.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        observed["original"] = capture(model(obs))
+        observed["reloaded"] = capture(twin(obs))
+    moved = copy.deepcopy(model).to("meta")
+    try:
+        with torch.no_grad():
+            meta_logits, meta_values = moved(obs.to("meta"))
+        observed["meta_devices"] = [str(meta_logits.device), str(meta_values.device)]
+    except Exception as error:  # noqa: BLE001 - the effect being probed
+        observed["meta_error"] = f"{type(error).__name__}: {str(error)[:200]}"
+    return observed
+
+
+def model_negative_values(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
+    """Regress the values of a few frames on a negative target with Adam; report the values."""
+    model = _build(make_model, case["n_actions"], case["init_seed"])
+    obs = _obs(case)
+    optimizer = torch.optim.Adam(model.parameters(), lr=case["lr"])
+    target = float(case["target"])
+    history = []
+    for _ in range(int(case["steps"])):
+        values = model(obs)[1]
+        history.append(float(values.detach().max()))
+        if history[-1] < target / 2:
+            break
+        optimizer.zero_grad()
+        ((values - target) ** 2).mean().backward()
+        optimizer.step()
+    return {"max_value": history}
+
+
+# ------------------------------------------------------------------------------ policy
+def policy_act(Policy: type, case: dict[str, Any]) -> Observation:
+    """``Policy(model).act(obs)`` on a fixture network; what came back, key by key."""
+    model = fixtures.make_fixture_model(case["model"], case["n_actions"], case["init_seed"])
+    observations = fixtures.random_frames(case["n"], case["obs_seed"])
+    out = Policy(model).act(observations)
+    observed: Observation = {"returned": capture(out, data=False), "keys": {}}
+    if isinstance(out, dict):
+        for key in ("actions", "logits", "log_probs", "values"):
+            if key in out:
+                observed["keys"][key] = capture(out[key])
+        log_probs = out.get("log_probs")
+        if isinstance(log_probs, torch.Tensor) and log_probs.requires_grad:
+            model.zero_grad()
+            log_probs.sum().backward()
+            observed["log_probs_reach_model"] = any(
+                p.grad is not None and bool(p.grad.abs().sum() > 0) for p in model.parameters()
+            )
+    return observed
+
+
+def _action_indices(actions: Any, n: int, n_actions: int) -> np.ndarray | None:
+    if isinstance(actions, torch.Tensor):
+        actions = actions.detach().cpu().numpy()
+    if not isinstance(actions, np.ndarray) or actions.dtype.kind not in "iu":
+        return None
+    if actions.shape != (n,) or actions.min() < 0 or actions.max() >= n_actions:
+        return None
+    return actions.astype(np.int64)
+
+
+def policy_samples(Policy: type, case: dict[str, Any]) -> Observation:
+    """Action counts per profile over ``calls`` calls of ``act`` on profile-coded frames."""
+    logits = np.asarray(case["logits"], dtype=np.float64)  # (2, A)
+    rows = np.asarray(case["rows"], dtype=np.int64)  # (n,), profile of each env
+    model = fixtures.ProfileModel(logits, values=np.array([0.5, -0.5]))
+    observations = fixtures.frames(np.where(rows == 1, 255, 0))
+    counts = np.zeros(logits.shape, dtype=np.int64)
+    policy = Policy(model)
+    for _ in range(int(case["calls"])):
+        actions = policy.act(observations)
+        actions = actions.get("actions") if isinstance(actions, dict) else actions
+        indices = _action_indices(actions, len(rows), logits.shape[1])
+        if indices is None:
+            return {"counts": None, "bad_actions": capture(actions)}
+        np.add.at(counts, (rows, indices), 1)
+    return {"counts": counts}
+
+
+# ------------------------------------------------------------------------------ trajectories
+def _snapshot(trajectory: dict[str, Any]) -> dict[str, Any]:
+    def freeze(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return value.detach().clone()
+        if isinstance(value, dict):
+            return {k: freeze(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [freeze(v) for v in value]
+        return copy.deepcopy(value)
+
+    return {key: freeze(value) for key, value in trajectory.items()}
+
+
+def _same(old: Any, new: Any) -> bool:
+    if isinstance(old, dict):
+        return isinstance(new, dict) and set(old) == set(new) and all(
+            _same(old[k], new[k]) for k in old
+        )
+    if isinstance(old, list):
+        return isinstance(new, (list, tuple)) and len(old) == len(new) and all(
+            _same(a, b) for a, b in zip(old, new, strict=True)
+        )
+    if isinstance(old, torch.Tensor):
+        return isinstance(new, torch.Tensor) and old.shape == new.shape and bool(
+            torch.equal(old, new.detach())
+        )
+    if isinstance(old, np.ndarray):
+        return isinstance(new, np.ndarray) and old.shape == new.shape and bool(
+            np.array_equal(old, new)
+        )
+    return old == new
+
+
+def _has_graph(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_has_graph(item) for item in value)
+    return isinstance(value, torch.Tensor) and value.requires_grad
+
+
+def _returns_probe(call: Callable[..., Any], case: dict[str, Any], keys: tuple[str, ...]):
+    policy, trajectory = fixtures.returns_trajectory(case)
+    before = _snapshot(trajectory)
+    returned = call(policy, trajectory)
+    observed: Observation = {
+        "returned": capture(returned, data=False),
+        "changed": [key for key in before if not _same(before[key], trajectory.get(key))],
+    }
+    for key in keys:
+        if key in trajectory:
+            observed[key] = capture(trajectory[key])
+            observed[f"{key}_has_graph"] = _has_graph(trajectory[key])
+    return observed
+
+
+def value_targets(ComputeValueTargets: type, case: dict[str, Any]) -> Observation:
+    """``ComputeValueTargets(policy, gamma)(trajectory)`` on a coded trajectory."""
+
+    def call(policy: Any, trajectory: dict[str, Any]) -> Any:
+        return ComputeValueTargets(policy, case["gamma"])(trajectory)
+
+    return _returns_probe(call, case, ("value_targets",))
+
+
+def gae(ComputeGAE: type, case: dict[str, Any]) -> Observation:
+    """``ComputeGAE(policy, gamma, lambda_)(trajectory)`` on a coded trajectory."""
+
+    def call(policy: Any, trajectory: dict[str, Any]) -> Any:
+        return ComputeGAE(policy, case["gamma"], case["lambda_"])(trajectory)
+
+    return _returns_probe(call, case, ("advantages", "value_targets"))
+
+
+PER_STEP_KEYS = (
+    "actions",
+    "logits",
+    "log_probs",
+    "values",
+    "observations",
+    "rewards",
+    "resets",
+    "value_targets",
+)
+
+
+def merge(MergeTimeBatch: type, case: dict[str, Any]) -> Observation:
+    """``MergeTimeBatch()(trajectory)`` on a trajectory whose entries encode (t, i)."""
+    T, N = int(case["T"]), int(case["N"])
+    trajectory, leaf = fixtures.coded_trajectory(T, N, bool(case["targets_as_tensor"]))
+    state = trajectory["state"]
+    returned = MergeTimeBatch()(trajectory)
+    observed: Observation = {
+        "returned": capture(returned, data=False),
+        "unchanged": all(isinstance(trajectory.get(k), list) for k in PER_STEP_KEYS),
+        "keys": {},
+    }
+    for key in PER_STEP_KEYS:
+        value = trajectory.get(key)
+        if key == "observations" and isinstance(value, (np.ndarray, torch.Tensor)):
+            record = capture(value, data=False)
+            if value.ndim == 4:  # one code per frame: its first pixel
+                record["codes"] = np.asarray(value[:, 0, 0, 0], dtype=np.float64)
+            observed["keys"][key] = record
+        else:
+            observed["keys"][key] = capture(value)
+    new_state = trajectory.get("state")
+    observed["state_same_object"] = new_state is state
+    if isinstance(new_state, dict):
+        latest = new_state.get("latest_observation")
+        observed["state"] = {
+            "keys": sorted(map(str, new_state)),
+            "env_steps": new_state.get("env_steps") if "env_steps" in new_state else None,
+            "latest": capture(latest, data=False),
+            "latest_codes": (
+                np.asarray(latest[:, 0, 0, 0], dtype=np.float64)
+                if isinstance(latest, np.ndarray) and latest.ndim == 4
+                else None
+            ),
+        }
+    tensors = [trajectory.get(k) for k in ("logits", "log_probs", "values")]
+    if all(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
+        sum(t.sum() for t in tensors).backward()
+        observed["leaf_grad"] = None if leaf.grad is None else float(leaf.grad)
+    return observed
+
+
+# ------------------------------------------------------------------------------ a2c
+def _flat_parameters(model: nn.Module) -> np.ndarray:
+    return torch.cat([p.detach().double().flatten() for p in model.parameters()]).numpy()
+
+
+def _optimizer(kind: str, model: nn.Module) -> torch.optim.Optimizer:
+    if kind == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=0.1)
+    return torch.optim.RMSprop(model.parameters(), lr=7e-4, alpha=0.99, eps=1e-5)
+
+
+def a2c_run(A2C: type, case: dict[str, Any]) -> Observation:
+    """Build ``A2C(policy, optimizer, **coefs)`` on a fixture network and ``step`` it.
+
+    ``steps`` lists the seeds of the merged batches, one step each; with ``fresh_second``, a
+    new A2C on a copy of the network after the first step also makes the second step.
+    """
+    if "runs" in case:  # several runs compared with each other by one check
+        return {"runs": [a2c_run(A2C, run) for run in case["runs"]]}
+    n_actions, rows = int(case["n_actions"]), int(case["rows"])
+    model = fixtures.make_fixture_model(case["model"], n_actions, int(case["init_seed"]))
+    agent = A2C(fixtures.FixturePolicy(model), _optimizer(case["optimizer"], model), **case["coefs"])
+    observed: Observation = {"stats": [], "params": []}
+    for index, seed in enumerate(case["steps"]):
+        if index == 1 and case.get("fresh_second"):
+            fresh = copy.deepcopy(model)
+            for param in fresh.parameters():
+                param.grad = None
+            twin = A2C(
+                fixtures.FixturePolicy(fresh), _optimizer(case["optimizer"], fresh), **case["coefs"]
+            )
+            twin.step(fixtures.merged_batch(fresh, seed, rows, n_actions))
+            observed["fresh_params"] = _flat_parameters(fresh)
+        stats = agent.step(fixtures.merged_batch(model, seed, rows, n_actions))
+        entry = {"returned": capture(stats, data=False), "values": {}}
+        if isinstance(stats, dict):
+            entry["values"] = {str(key): capture(value) for key, value in stats.items()}
+        observed["stats"].append(entry)
+        observed["params"].append(_flat_parameters(model))
+    return observed
+
+
+PROBES: dict[str, Callable[[Any, dict[str, Any]], Observation]] = {
+    "model_build": model_build,
+    "model_outputs": model_outputs,
+    "model_size": model_size,
+    "model_gradients": model_gradients,
+    "model_registered": model_registered,
+    "model_negative_values": model_negative_values,
+    "policy_act": policy_act,
+    "policy_samples": policy_samples,
+    "value_targets": value_targets,
+    "gae": gae,
+    "merge": merge,
+    "a2c_run": a2c_run,
+}
+
+
+def run_probe(name: str, candidate: Any, case: dict[str, Any]) -> Observation:
+    """Run the probe ``name`` (a key of :data:`PROBES`) on ``candidate``."""
+    if name not in PROBES:
+        raise ValueError(f"unknown probe {name!r}: expected one of {sorted(PROBES)}")
+    return PROBES[name](candidate, case)

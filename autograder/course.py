@@ -21,14 +21,15 @@ and nbgrader, run here by :func:`autograde` with execution switched off
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import subprocess
-import sys
+import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbformat
+from traitlets.config import Config
 
 from solutions.build_notebooks import ASSIGNMENT, SOURCE_NOTEBOOK
 
@@ -103,50 +104,45 @@ def tree_digest(folder: Path) -> dict[str, str]:
     return {name: hashlib.sha256(data).hexdigest() for name, data in read_tree(folder).items()}
 
 
-def nbgrader_env() -> dict[str, str]:
-    """The environment of a (trusted) nbgrader process: it imports ``autograder``'s steps."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
-    return env
+_NBGRADER_LOCK = threading.Lock()
+
+
+def _config(workspace: CourseTemplate, **settings: Any) -> Config:
+    """The course configuration (``nbgrader_config.py``) for ``workspace``, plus ``settings``."""
+    config = Config()
+    namespace = {"get_config": lambda: config, "__file__": str(CONFIG_FILE)}
+    exec(compile(CONFIG_FILE.read_text(), str(CONFIG_FILE), "exec"), namespace)
+    config.CourseDirectory.root = str(workspace.course)
+    config.CourseDirectory.db_url = workspace.db_url
+    for dotted, value in settings.items():
+        section, name = dotted.split(".")
+        config[section][name] = value
+    return config
 
 
 def run_nbgrader(
-    workspace: CourseTemplate,
-    args: list[str],
-    timeout: float | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m nbgrader ARGS`` on ``workspace``'s course and gradebook; raise on failure.
+    workspace: CourseTemplate, command: str, args: dict[str, Any], **settings: Any
+) -> None:
+    """Run nbgrader's ``command`` (an ``NbGraderAPI`` method) on ``workspace``, in this process.
+
+    In-process, not as ``python -m nbgrader``: nbgrader's start-up takes seconds, and nothing it
+    does here runs student code. Calls are serialised (nbgrader keeps global state).
 
     Raises:
-        NbgraderError: nbgrader exited with an error or ran past ``timeout`` seconds.
+        NbgraderError: nbgrader reported a failure (the end of its log is in the message).
     """
-    command = [
-        sys.executable,
-        "-m",
-        "nbgrader",
-        *args,
-        f"--CourseDirectory.root={workspace.course}",
-        f"--CourseDirectory.db_url={workspace.db_url}",
-    ]
-    try:
-        done = subprocess.run(
-            command,
-            cwd=workspace.course,
-            env=nbgrader_env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as error:
-        raise NbgraderError(
-            f"`nbgrader {args[0]}` ran past {timeout:g} s and was stopped"
-        ) from error
-    if done.returncode != 0:
-        log = (done.stdout + done.stderr).strip().splitlines()
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    with _NBGRADER_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SQLAlchemy's deprecation noise about nbgrader's models
+        config = _config(workspace, **settings)
+        api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+        outcome = getattr(api, command)(**args)
+    if not outcome.get("success"):
+        log = (str(outcome.get("log", "")) + str(outcome.get("error", ""))).strip().splitlines()
         tail = "\n".join(log[-25:])
-        raise NbgraderError(f"`nbgrader {' '.join(args)}` failed (exit {done.returncode}):\n{tail}")
-    return done
+        raise NbgraderError(f"`nbgrader {command.replace('_', ' ')}` failed:\n{tail}")
 
 
 def build_template(
@@ -187,7 +183,7 @@ def build_template(
     for package in PACKAGES:
         if (repo_root / package).is_dir():
             shutil.copytree(repo_root / package, template.lib / package, ignore=_IGNORED)
-    run_nbgrader(template, ["generate_assignment", ASSIGNMENT, "--force"], timeout=300)
+    run_nbgrader(template, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
     if not template.release_notebook.is_file():
         raise NbgraderError(f"generate_assignment wrote no {template.release_notebook}")
     return template
@@ -229,8 +225,12 @@ def autograde(
     target = workspace.submitted_notebook(student)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)
-    args = ["autograde", ASSIGNMENT, f"--student={student}", "--force"]
-    run_nbgrader(workspace, [*args, f"--TrustedScores.record={record}"], timeout=300)
+    run_nbgrader(
+        workspace,
+        "autograde",
+        {"assignment_id": ASSIGNMENT, "student_id": student, "force": True},
+        **{"TrustedScores.record": str(record)},
+    )
     result = workspace.autograded_notebook(student)
     if not result.is_file():
         raise NbgraderError(f"nbgrader autograde wrote no {result}")
@@ -244,7 +244,9 @@ def generate_feedback(workspace: CourseTemplate, student: str) -> Path:
         NbgraderError: nbgrader failed or wrote no HTML.
     """
     run_nbgrader(
-        workspace, ["generate_feedback", ASSIGNMENT, f"--student={student}", "--force"], timeout=300
+        workspace,
+        "generate_feedback",
+        {"assignment_id": ASSIGNMENT, "student_id": student, "force": True},
     )
     html = workspace.feedback_html(student)
     if not html.is_file():

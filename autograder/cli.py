@@ -4,7 +4,7 @@ Commands::
 
     python -m autograder grade PATH.ipynb [--json] [--timeout S] [--student ID] [--source NB]
     python -m autograder grade-all DIR_OR_ZIP ... [--out DIR] [--jobs N] [--timeout S]
-                                   [--no-feedback] [--no-histogram] [--source NB]
+                                   [--no-feedback] [--no-histogram] [--source NB] [--course DIR]
 
 ``grade`` prints a table per part, or with ``--json`` exactly one JSON object on stdout::
 
@@ -74,6 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--jobs", type=int, default=None, help="parallel gradings (default: cores)")
     many.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
     many.add_argument("--no-histogram", action="store_true", help="skip scores.png")
+    many.add_argument(
+        "--course",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also record every graded notebook and score in this nbgrader course directory "
+        "(made on first use), for formgrader (part 8), generate_feedback and export",
+    )
     common(many)
     return parser
 
@@ -113,7 +121,9 @@ def _grade_all(args: argparse.Namespace) -> int:
         if not submissions:
             print("error: no notebook to grade in the inputs", file=sys.stderr)
             return 1
-        with Grader(args.source, timeout=args.timeout, isolate=not args.no_sandbox) as grader:
+        with Grader(
+            args.source, timeout=args.timeout, isolate=not args.no_sandbox, course=args.course
+        ) as grader:
             results = grade_many(
                 grader,
                 submissions,

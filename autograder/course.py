@@ -65,17 +65,23 @@ class NbgraderError(RuntimeError):
 
 @dataclass(frozen=True)
 class CourseTemplate:
-    """A directory laid out as in the module docstring (a template or a workspace)."""
+    """A directory laid out as in the module docstring (a template or a workspace).
+
+    With ``persistent=True``, ``root`` is an instructor's nbgrader course directory instead
+    (``grade-all --course``): the course is ``root`` itself and the gradebook
+    ``root/gradebook.db``, nbgrader's own layout, so formgrader and ``nbgrader export`` use it.
+    """
 
     root: Path
+    persistent: bool = False
 
     @property
     def course(self) -> Path:
-        return self.root / "course"
+        return self.root if self.persistent else self.root / "course"
 
     @property
     def gradebook(self) -> Path:
-        return self.root / "db" / "gradebook.db"
+        return self.root / ("gradebook.db" if self.persistent else "db/gradebook.db")
 
     @property
     def db_url(self) -> str:
@@ -196,6 +202,22 @@ def read_tree(folder: Path) -> dict[str, bytes]:
         for path in sorted(Path(folder).rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts
     }
+
+
+def open_course(folder: Path, source_notebook: Path = SOURCE_NOTEBOOK) -> CourseTemplate:
+    """The instructor's persistent nbgrader course in ``folder``, set up on first use.
+
+    A missing or empty folder gets the course configuration, the source notebook and
+    ``generate_assignment``; an existing course is used as it is.
+    """
+    course = CourseTemplate(Path(folder).resolve(), persistent=True)
+    source = course.course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    if not source.is_file():
+        source.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(CONFIG_FILE, course.course / "nbgrader_config.py")
+        shutil.copyfile(source_notebook, source)
+        run_nbgrader(course, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
+    return course
 
 
 def new_workspace(files: dict[str, bytes], dest: Path) -> CourseTemplate:

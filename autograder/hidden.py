@@ -63,6 +63,8 @@ class PartResult:
     score: float  #: points earned, a float in [0, max_points]
     max_points: float
     subresults: tuple[SubResult, ...]
+    #: some observation was not what the probes write: forged or damaged in the student's process
+    malformed: bool = False
 
     def feedback(self) -> str:
         """The text shown under the graded cell: a header and one line per sub-check."""
@@ -88,6 +90,9 @@ def make_plan(scale: float | None = None) -> dict[str, Any]:
     return {"parts": parts, "time_scale": time_scale() if scale is None else scale}
 
 
+UNREADABLE = "unreadable result"
+
+
 def _verdict(check: Any, records: Mapping[str, dict[str, Any]]) -> tuple[bool, str]:
     for step, case in zip(check.steps(), check.cases, strict=True):
         record = records.get(step["key"])
@@ -104,7 +109,7 @@ def _verdict(check: Any, records: Mapping[str, dict[str, Any]]) -> tuple[bool, s
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as error:
             # A malformed observation (not what the probe writes): the student's process forged
             # or damaged it. It earns nothing, and says so.
-            return False, f"unreadable result ({type(error).__name__}: {error})"
+            return False, f"{UNREADABLE} ({type(error).__name__}: {error})"
     return True, ""
 
 
@@ -120,7 +125,8 @@ def judge_part(part_key: str, records: Mapping[str, dict[str, Any]], points: flo
         results.append(SubResult(check.key, check.title, share, passed, message))
     earned = sum(result.points for result in results if result.passed)
     score = min(max_points, max(0.0, round(float(earned), 6)))
-    return PartResult(part_key, float(score), max_points, tuple(results))
+    malformed = any(result.message.startswith(UNREADABLE) for result in results)
+    return PartResult(part_key, float(score), max_points, tuple(results), malformed)
 
 
 def run_part(part_key: str, candidate: Any, points: float, scale: float = 1.0) -> PartResult:

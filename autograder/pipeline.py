@@ -38,6 +38,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -53,10 +54,12 @@ from .checks import PART_NAMES
 from .collect import Problem, Submission, student_id
 from .course import (
     SOURCE_NOTEBOOK,
+    CourseTemplate,
     NbgraderError,
     autograde,
     build_template,
     new_workspace,
+    open_course,
     read_tree,
     tree_digest,
 )
@@ -83,6 +86,9 @@ CELL_TIMEOUT = 120.0
 WALL_SECONDS = 900.0
 MAX_NOTEBOOK_BYTES = 100 * 1024**2
 _GRADER_DIR, _LIB_DIR = "/grader", "/course-lib"
+#: Judging draws on torch's global random state (fixtures are built from seeds), so parallel
+#: gradings judge one at a time; it takes well under a second once the reference is cached.
+_JUDGE_LOCK = threading.Lock()
 
 
 def check_timeout(timeout: float | None) -> float:
@@ -160,6 +166,8 @@ class Grader:
         isolate: run notebooks in the bubblewrap sandbox when it works (``False``: a plain
             subprocess; results then say ``sandboxed: false``).
         wall_seconds: the whole sandboxed run is killed after this long (default 900 s).
+        course: an nbgrader course directory (made on first use) that also receives every
+            graded notebook and score, for formgrader, ``generate_feedback`` and ``export``.
     """
 
     def __init__(
@@ -170,6 +178,7 @@ class Grader:
         keep: bool = False,
         isolate: bool = True,
         wall_seconds: float = WALL_SECONDS,
+        course: Path | None = None,
     ) -> None:
         self.timeout = check_timeout(timeout)
         self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
@@ -192,6 +201,9 @@ class Grader:
         (self._grader_dir / "plan.json").write_text(dumps(self.plan))
         shutil.copyfile(RUNNER, self._grader_dir / "run_notebook.py")
         self._ids = itertools.count(1)  # thread-safe in CPython: workspace names stay unique
+        self.course: CourseTemplate | None = None
+        if course is not None:
+            self.course = open_course(course, source_notebook)
 
     def _run_notebook(self, nb: nbformat.NotebookNode, scratch: Path, threads: int):
         (scratch / "work").mkdir(parents=True)
@@ -254,7 +266,8 @@ class Grader:
         try:
             ran = self._run_notebook(nb, workspace.root / "scratch", threads)
             result.sandboxed = ran.sandboxed
-            self._judge(result, workspace.root / "scratch", ran)
+            with _JUDGE_LOCK:
+                self._judge(result, workspace.root / "scratch", ran)
             result.notes += merge_outputs(
                 nb, _read_executed(workspace.root / "scratch" / "work" / "a2c.executed.ipynb")
             )
@@ -270,6 +283,9 @@ class Grader:
             )
             autograde(workspace, student, nb, record)
             disagreements = check_gradebook(workspace.db_url, student, result)
+            if self.course is not None and not disagreements:
+                autograde(self.course, student, nb, record)
+                disagreements = check_gradebook(self.course.db_url, student, result)
             if disagreements:
                 result.status = "error: the gradebook does not hold the grader's scores"
                 result.notes += disagreements
@@ -293,6 +309,8 @@ class Grader:
         for part, points in self._points.items():
             judged = judge_part(part, records[part], points)
             result.parts[part] = PartScore(judged.score, judged.max_points, judged.feedback())
+            if judged.malformed:
+                malformed.append(f"{part}: observations the probes do not produce")
         if not ran.sandboxed:
             result.notes.append(
                 "NOT SANDBOXED: bubblewrap could not start, so the notebook ran as a plain "

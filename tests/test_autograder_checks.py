@@ -1,12 +1,14 @@
 """Does the hidden grading give the reference full marks, and every corpus answer its due?
 
-``grade_part`` is driven directly here (nbgrader is not involved). The corpus of buggy and
-valid answers lives in ``tests/buggy_parts.py``; each entry says which sub-checks must fail.
+``run_part`` probes and judges in this process (no notebook, no sandbox: the same probes and
+judges as grading). The corpus of buggy and valid answers lives in ``tests/buggy_parts.py``;
+each entry says which sub-checks must fail.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import torch
 
 from autograder.checks import PART_KEYS, PART_NAMES, subchecks
 from autograder.checks.policy import chi_square_p_value
-from autograder.hidden import grade_part, run_part
+from autograder.hidden import grade_part, judge_part, make_plan, run_part
 from course_lib.checks.harness import guarded
 from solutions import reference
 from tests.buggy_parts import CORPUS
@@ -112,8 +114,8 @@ def test_nothing_reaches_stderr(capfd):
     assert err == "" and "PASS" in out
 
 
-def test_run_guarded_never_raises_and_times_out():
-    """Does run_guarded turn exceptions, sys.exit and endless loops into failed outcomes?"""
+def test_guarded_never_raises_and_times_out():
+    """Does guarded turn exceptions, sys.exit and endless loops into failed records?"""
 
     def loop():
         while True:
@@ -122,13 +124,23 @@ def test_run_guarded_never_raises_and_times_out():
     def exits():
         raise SystemExit(3)
 
-    outcome = run_guarded(loop, 0.2)
-    assert not outcome.passed and outcome.timed_out and "did not finish" in outcome.message
-    assert outcome.seconds < 5
-    outcome = run_guarded(exits, 1)
-    assert not outcome.passed and "SystemExit" in outcome.message
-    outcome = run_guarded(lambda: 1 / 0, 1)
-    assert "ZeroDivisionError" in outcome.message and "line" in outcome.message
+    start = time.perf_counter()
+    record = guarded(loop, 0.2)
+    assert not record["ok"] and record["timed_out"] and "did not finish" in record["error"]
+    assert time.perf_counter() - start < 5
+    record = guarded(exits, 1)
+    assert not record["ok"] and "SystemExit" in record["error"]
+    record = guarded(lambda: 1 / 0, 1)
+    assert "ZeroDivisionError" in record["error"] and "line" in record["error"]
+
+
+def test_judging_refuses_observations_the_probes_do_not_write():
+    """Is a forged record (passing claims, no real observation) worth nothing, and flagged?"""
+    steps = make_plan()["parts"]["model"]
+    forged = {step["key"]: {"ok": True, "observation": {"passed": True}} for step in steps}
+    result = judge_part("model", forged, 1)
+    assert result.score == 0.0 and result.malformed
+    assert all("unreadable result" in sub.message for sub in result.subresults)
 
 
 def test_bad_author_input_is_a_value_error():
@@ -170,14 +182,15 @@ def test_partial_credit_through_a_real_kernel(tmp_path):
         "from autograder.hidden import grade_part\n"
         "from tests.buggy_parts import CORPUS\n"
         "answers = {e.id: e.candidate for e in CORPUS}",
-        "grade_part('compute_value_targets', answers['compute_value_targets-loops'], 2, "
-        "seconds=0.3)",
+        "import os\nos.environ['A2C_GRADER_TIME_SCALE'] = '0.03'\n"
+        "grade_part('compute_value_targets', answers['compute_value_targets-loops'], 2)",
         "import os, warnings\n"
         "class Noisy(answers['compute_value_targets-ignores_resets']):\n"
         "    def __call__(self, trajectory):\n"
         "        warnings.warn('student warning')\n"
         "        os.write(2, b'fd 2 noise')\n"
         "        super().__call__(trajectory)\n"
+        "os.environ['A2C_GRADER_TIME_SCALE'] = '1'\n"
         "grade_part('compute_value_targets', Noisy, 2)",
     ]
     notebook = nbformat.v4.new_notebook()

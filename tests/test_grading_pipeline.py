@@ -1,8 +1,7 @@
-"""The grading pipeline: configuration, collection, preparation, reports and the CLI.
+"""The grading pipeline's pieces: configuration, collection, preparation, records, reports, CLI.
 
-Unit tests need no nbgrader run. The integration tests grade a tiny nbgrader notebook
-(``tests/submissions/tiny.py``, no torch) through the real ``nbgrader autograde`` and
-``generate_feedback``: one ``grade --json`` and one ``grade-all``.
+No notebook runs here (seconds in all); ``tests/test_grading_sandbox.py`` grades real notebooks
+in the sandbox.
 """
 
 from __future__ import annotations
@@ -10,25 +9,33 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 from traitlets.utils.importstring import import_item
 
 from autograder import nbgrader_config
 from autograder.cli import main
 from autograder.collect import collect, student_id
-from autograder.feedback import HideGradedTracebacks, cell_feedback
-from autograder.pipeline import grade_many
-from autograder.prepare import UnreadableNotebook, prepare_submission, read_submission
-from autograder.report import save_histogram, summary_table, write_grades_csv
+from autograder.hidden import make_plan
+from autograder.nbgrader_steps import HideGradedTracebacks, TrustedScores
+from autograder.pipeline import grade_many, read_records
+from autograder.prepare import (
+    PROBE_CELL,
+    UnreadableNotebook,
+    merge_outputs,
+    prepare_submission,
+    read_submission,
+    restore_locked_cells,
+    with_probe_cells,
+)
+from autograder.report import format_table, save_histogram, summary_table, write_grades_csv
 from autograder.results import GradeResult, PartScore
-from tests.submissions.tiny import POINTS, tiny_source, tiny_submission
+from course_lib.checks.record import RecordError, dumps, loads
+from tests.submissions.tiny import POINTS, tiny_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,16 +47,15 @@ def _grade_ids(nb: nbformat.NotebookNode) -> list[str | None]:
 # --- configuration -----------------------------------------------------------------------------
 
 
-def test_config_drops_stderr_and_restores_cells() -> None:
-    """Does the course config enable the settings nbgrader 0.9.6 leaves off by default?"""
+def test_config_never_executes_and_keeps_the_sandbox_outputs() -> None:
+    """Does nbgrader, configured for the course, record without running or clearing anything?"""
     c = nbgrader_config.c
-    assert c.IgnorePattern.enabled is True
-    pattern = re.compile(c.IgnorePattern.pattern)
-    for text in ["UserWarning: deprecated\n", "  warnings.warn(\n", "x"]:
-        assert pattern.search(text)
+    steps = [name.rsplit(".", 1)[1] for name in c.Autograde.autograde_preprocessors]
+    assert "Execute" not in steps and steps[0] == "TrustedScores"
+    assert steps.index("TrustedScores") < steps.index("SaveAutoGrades")
+    sanitize = [name.rsplit(".", 1)[1] for name in c.Autograde.sanitize_preprocessors]
+    assert "ClearOutput" not in sanitize and "OverwriteCells" in sanitize
     assert c.OverwriteCells.add_missing_cells is True
-    assert c.Execute.timeout >= 60 and c.Execute.interrupt_on_timeout is True
-    assert c.Execute.raise_on_iopub_timeout is False
 
 
 def test_release_build_and_grading_share_the_stub_settings() -> None:
@@ -69,26 +75,39 @@ def test_release_build_and_grading_share_the_stub_settings() -> None:
     assert build.ClearSolutions.text_stub == grading.ClearSolutions.text_stub
 
 
-def test_config_preprocessor_lists_import_and_keep_nbgrader_defaults() -> None:
-    """Do the preprocessor lists name importable classes, nbgrader's own ones in its order?"""
-    from nbgrader.converters.autograde import Autograde
-
+def test_config_preprocessors_import_and_are_enabled() -> None:
+    """Does every preprocessor named in the config import, and is ours on under the config?"""
     c = nbgrader_config.c
-    classes = [import_item(name) for name in c.Autograde.autograde_preprocessors]
-    ours = {"SaveGradebook", "RestoreGradebook"}
-    assert [cls.__name__ for cls in classes if cls.__name__ not in ours] == [
-        cls.__name__ for cls in Autograde.class_traits()["autograde_preprocessors"].default()
-    ]
-    names = [cls.__name__ for cls in classes]
-    assert names.index("SaveGradebook") < names.index("Execute") < names.index("RestoreGradebook")
-    assert names.index("RestoreGradebook") < names.index("SaveAutoGrades")
-    feedback = [import_item(name).__name__ for name in c.GenerateFeedback.preprocessors]
-    assert "ClearHiddenTests" in feedback and "HideGradedTracebacks" in feedback
-    # nbconvert's preprocessors are off unless enabled (ClearMetadata stays off, as in nbgrader's
-    # defaults; HTMLExporter enables the CSS one); ours and nbgrader's must be on with the config.
-    for name in c.Autograde.autograde_preprocessors + c.GenerateFeedback.preprocessors:
+    names = [*c.Autograde.sanitize_preprocessors, *c.Autograde.autograde_preprocessors]
+    names += c.GenerateFeedback.preprocessors
+    for name in names:
+        cls = import_item(name)
         if not name.startswith("nbconvert."):
-            assert import_item(name)(config=c).enabled, name
+            assert cls(config=c).enabled, name
+    assert "ClearHiddenTests" in " ".join(c.GenerateFeedback.preprocessors)
+
+
+def test_trusted_scores_replace_what_graded_cells_show(tmp_path: Path) -> None:
+    """Are a graded cell's forged outputs replaced by the record, and is no record refused?"""
+    nb = tiny_submission()
+    graded = next(
+        c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_add"
+    )
+    graded.outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": "2.0"})]
+    with pytest.raises(RuntimeError, match="python -m autograder"):
+        TrustedScores().preprocess(nb, {})
+    record = tmp_path / "scores.json"
+    record.write_text(json.dumps({"test_add": {"score": 0.5, "feedback": "half"}}))
+    out, _ = TrustedScores(record=str(record)).preprocess(nb, {})
+    cell = next(
+        c for c in out.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_add"
+    )
+    assert [o["output_type"] for o in cell.outputs] == ["stream", "execute_result"]
+    assert cell.outputs[0]["text"] == "half\n" and cell.outputs[1]["data"]["text/plain"] == "0.5"
+    other = next(
+        c for c in out.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_mul"
+    )
+    assert other.outputs[1]["data"]["text/plain"] == "0.0"  # no record: no points
 
 
 # --- collecting submissions --------------------------------------------------------------------
@@ -206,29 +225,132 @@ def test_feedback_hides_the_traceback_of_graded_cells() -> None:
     nb, _ = HideGradedTracebacks().preprocess(nb, {})
     assert nb.cells[0].outputs[1]["traceback"] == ["NameError: name 'div' is not defined"]
     assert len(nb.cells[1].outputs[0]["traceback"]) == 2  # the student's own cells keep theirs
-    assert cell_feedback(graded) == "ok\nNameError: name 'div' is not defined"
 
 
-def _result(student: str, **scores: float) -> GradeResult:
+def _result(student: str, status: str = "graded", **scores: float) -> GradeResult:
     parts = {key: PartScore(value, POINTS[key], "") for key, value in scores.items()}
-    return GradeResult(student, parts=parts)
+    return GradeResult(student, parts=parts, status=status)
 
 
 def test_reports_csv_summary_and_histogram(tmp_path: Path) -> None:
-    """Does the CSV hold one row per student and the summary the per-part statistics?"""
+    """Does the CSV hold one row per student, status first, and no bare number unless graded?"""
     results = [
         _result("bob", add=2.0, mul=1.5),
         _result("alice", add=0.0, mul=3.0),
         GradeResult("carl", status="unreadable: x.ipynb: not a notebook"),
+        _result("dora", "tampered: the sandbox returned malformed results", add=2.0, mul=3.0),
     ]
+    results[0].sandboxed = False
     rows = list(csv.DictReader(write_grades_csv(results, tmp_path / "g.csv").open()))
-    assert [row["student"] for row in rows] == ["alice", "bob", "carl"]
-    assert rows[1]["total"] == "3.5" and rows[1]["mul"] == "1.5" and rows[2]["add"] == ""
-    assert rows[2]["status"].startswith("unreadable")
+    assert [row["student"] for row in rows] == ["alice", "bob", "carl", "dora"]
+    assert rows[1]["total"] == "3.5" and rows[1]["mul"] == "1.5" and rows[1]["sandboxed"] == "NO"
+    assert rows[2]["status"].startswith("unreadable") and rows[2]["total"] == rows[2]["add"] == ""
+    dora = rows[3]
+    assert (
+        dora["status"].startswith("tampered") and dora["total"] == dora["add"] == dora["mul"] == ""
+    )
+    assert "provisional total 5 (not a grade)" in dora["notes"]
     summary = summary_table(results).splitlines()
+    assert summary[0] == "2 graded submission(s) of 4"  # dora's scores are not counted
     add = next(line for line in summary if line.startswith("add")).split()
     assert add[1:7] == ["2", "1.00", "0.00", "1.00", "2.00", "50%"]
     assert save_histogram(results, tmp_path / "s.png").stat().st_size > 1000
+    table = format_table(results[3], feedback=False)
+    assert "5.00*" in table and "NOT A GRADE (tampered)" in table
+    assert "NOT SANDBOXED" in format_table(results[0], feedback=False)
+
+
+# --- records, probe cells and outputs ----------------------------------------------------------
+
+
+def test_records_round_trip_and_refuse_anything_but_plain_data() -> None:
+    """Do records keep arrays exactly, and is every non-plain or inconsistent payload refused?"""
+    record = {
+        "ok": True,
+        "observation": {"x": np.arange(6, dtype=np.int64).reshape(2, 3), "f": 0.5},
+    }
+    back = loads(dumps(record))
+    assert np.array_equal(back["observation"]["x"], record["observation"]["x"])
+    assert back["observation"]["x"].dtype == np.int64 and back["observation"]["f"] == 0.5
+    bad = [
+        '{"__ndarray__": "object", "shape": [1], "b64": "AA=="}',  # object dtype
+        '{"__ndarray__": "float64", "shape": [4], "b64": "AA=="}',  # size mismatch
+        '{"__ndarray__": "float64", "shape": "big", "b64": ""}',
+        "\x80\x04K\x01.",  # a pickle
+        "[" * 100 + "]" * 100,  # nested too deeply
+    ]
+    for text in bad:
+        with pytest.raises(RecordError):
+            loads(text)
+
+
+def test_read_records_keeps_planned_records_and_flags_malformed_ones(tmp_path: Path) -> None:
+    """Are only the plan's record files read, and are malformed ones reported, not used?"""
+    plan = make_plan()
+    first = plan["parts"]["policy"][0]["key"]
+    second = plan["parts"]["policy"][1]["key"]
+    good = {"ok": False, "timed_out": False, "error": "your code raised ValueError: x"}
+    (tmp_path / f"policy.{first}.json").write_text(dumps(good))
+    (tmp_path / f"policy.{second}.json").write_text('{"ok": "yes"}')
+    (tmp_path / "policy.invented.json").write_text(dumps({"ok": True, "observation": {}}))
+    records, malformed = read_records(tmp_path, plan)
+    assert records["policy"] == {first: good}
+    assert len(malformed) == 1 and second in malformed[0]
+
+
+def test_probe_cells_follow_graded_cells_and_outputs_merge_safely() -> None:
+    """Is a probe cell added after each graded cell, and are only safe outputs merged back?"""
+    nb = tiny_submission()
+    run = with_probe_cells(nb, {"add": "add", "mul": "mul"}, "/grader/plan.json", "/out")
+    ids = [
+        c.metadata.get("nbgrader", {}).get("grade_id") or c.metadata.get(PROBE_CELL)
+        for c in run.cells
+    ]
+    assert ids[ids.index("test_add") + 1] == "add" and ids[ids.index("test_mul") + 1] == "mul"
+    assert (
+        "_a2c_grader_record('add', globals().get('add')"
+        in run.cells[ids.index("test_add") + 1].source
+    )
+    executed = nbformat.from_dict(json.loads(json.dumps(run)))
+    for cell in executed.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [
+                nbformat.v4.new_output("stream", name="stdout", text="hello\n"),
+                nbformat.v4.new_output(
+                    "display_data",
+                    data={"text/html": "<script>alert(1)</script>", "image/png": "iVBORw0KGgo="},
+                ),
+                nbformat.v4.new_output("execute_result", data={"text/plain": "14.0"}),
+            ]
+    assert merge_outputs(nb, executed) == []
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    plain = [c for c in nb.cells if c.cell_type == "code" and c not in graded]
+    assert all(cell.outputs == [] for cell in graded if cell.cell_type == "code")
+    for cell in plain:
+        kinds = [(o["output_type"], sorted(o.get("data", {}))) for o in cell.outputs]
+        assert kinds == [
+            ("stream", []),
+            ("display_data", ["image/png"]),
+            ("display_data", ["text/plain"]),
+        ]
+    executed.cells.pop()
+    assert "does not match" in merge_outputs(nb, executed)[0]
+
+
+def test_edited_locked_cells_are_put_back() -> None:
+    """Is a locked cell the student rewrote restored, with a note?"""
+    release = tiny_submission()
+    nb = tiny_submission(replace={"test_div": "4.0", "check_add": "print('all good')"})
+    assert sorted(restore_locked_cells(nb, release)) == ["check_add", "test_div"]
+    sources = {
+        c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells if "nbgrader" in c.metadata
+    }
+    released = {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in release.cells
+        if "nbgrader" in c.metadata
+    }
+    assert sources == released
 
 
 def test_grade_many_regrades_failures_alone(tmp_path: Path) -> None:
@@ -241,7 +363,7 @@ def test_grade_many_regrades_failures_alone(tmp_path: Path) -> None:
         def grade(self, path: Path, student: str, feedback_dir: Path | None, threads: int):
             self.calls.append(student)
             first = self.calls.count(student) == 1
-            status = "error: disturbed" if student == "bob" and first else "graded"
+            status = "timeout: disturbed" if student == "bob" and first else "graded"
             return GradeResult(student, {"add": PartScore(2.0, 2.0, "")}, status, source=str(path))
 
     from autograder.collect import Submission
@@ -262,76 +384,3 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "timeout must be" in capsys.readouterr().err
     assert main(["grade", str(tmp_path / "missing.ipynb")]) == 2
     assert "does not exist" in capsys.readouterr().err
-
-
-# --- the real nbgrader, on the tiny notebook ---------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny")
-    nbformat.write(tiny_source(), folder / "source.ipynb")
-    return folder
-
-
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "autograder", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def test_grade_json_through_nbgrader(tiny_dir: Path) -> None:
-    """Does `grade --json` print exactly one object with the per-part scores and feedback?"""
-    wrong = tiny_submission(answers={"mul": "def mul(a, b):\n    return a + b"})
-    nbformat.write(wrong, tiny_dir / "dana.ipynb")
-    done = _cli("grade", "dana.ipynb", "--json", "--source", "source.ipynb", cwd=tiny_dir)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert set(report) == {"total", "max_total", "parts"}
-    assert list(report["parts"]) == ["add", "mul", "sub", "div"]
-    assert report["parts"]["mul"] == {
-        "score": 0.0,
-        "max": 3.0,
-        "feedback": "testing mul\nmul: FAIL",
-    }
-    assert report["parts"]["add"]["score"] == 2.0 and report["parts"]["add"]["max"] == 2.0
-    assert report["total"] == 7.0 and report["max_total"] == 10.0
-
-
-def test_grade_all_folder_and_zip(tiny_dir: Path) -> None:
-    """Does grade-all grade every student once, in parallel, with CSV, feedback and summary?"""
-    inbox = tiny_dir / "inbox"
-    (inbox / "carol").mkdir(parents=True)
-    nbformat.write(tiny_submission(), inbox / "alice.ipynb")
-    nbformat.write(tiny_submission(), inbox / "carol" / "Copy of a2c.ipynb")
-    (inbox / "garbage.ipynb").write_text("this is not json")
-    archive = tiny_dir / "more.zip"
-    half = tiny_submission(answers={"add": "def add(a, b):\n    raise ValueError('todo')"})
-    with zipfile.ZipFile(archive, "w") as bundle:
-        bundle.writestr("submitted/erin/a2c/a2c.ipynb", nbformat.writes(half))
-    out = tiny_dir / "out"
-    done = _cli(
-        "grade-all", "inbox", "more.zip", "--out", "out", "--jobs", "2",
-        "--source", "source.ipynb", cwd=tiny_dir,
-    )  # fmt: skip
-    assert done.returncode == 1, done.stderr  # garbage.ipynb could not be graded
-    assert "garbage" in done.stderr and "not a readable notebook" in done.stderr
-    rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
-    assert set(rows) == {"alice", "carol", "erin", "garbage"}
-    assert rows["alice"]["total"] == rows["carol"]["total"] == "10"
-    assert rows["erin"]["add"] == "0" and rows["erin"]["total"] == "8"
-    assert rows["garbage"]["status"].startswith("unreadable")
-    for student in ("alice", "carol", "erin"):
-        html = (out / "feedback" / f"{student}.html").read_text(encoding="utf-8")
-        assert "testing mul" in html
-        assert "HIDDEN TESTS" not in html and "_ok =" not in html
-    assert "mul: PASS" in (out / "feedback" / "alice.html").read_text(encoding="utf-8")
-    summary = (out / "summary.txt").read_text()
-    assert "3 graded submission(s) of 4" in summary and summary in done.stdout
-    assert (out / "scores.png").is_file()

@@ -10,7 +10,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._common import OBS_SHAPE, _fail, _obs, _ok, _TableModel, _TablePolicy
+from ._common import OBS_SHAPE, _call, _fail, _obs, _ok
+from .fixtures import FixturePolicy, TableModel
 
 #: The hand-worked batch: B=4 samples, 2 actions, all logits 0 (so pi = 0.5, log pi = -ln 2,
 #: entropy = ln 2), V = [1, 2, 0.5, 0], targets = [2, 2, 0, 1], advantages A = [1, 0, -0.5, 1].
@@ -33,13 +34,15 @@ _A2C_VALUE_GRAD = [-0.125, 0.0, 0.0625, -0.125]
 _A2C_GRAD_NORM = math.sqrt(0.10546875)
 
 
-def _a2c_setup(A2C: type, max_grad_norm: float) -> tuple[Any, _TableModel, dict[str, Any]]:
-    model = _TableModel([[0.0, 0.0]] * 4, _A2C_VALUES)
+def _a2c_setup(A2C: type, max_grad_norm: float) -> tuple[Any, TableModel, dict[str, Any]]:
+    model = TableModel([[0.0, 0.0]] * 4, _A2C_VALUES)
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)  # so that a step = -clipped gradient
     for p in model.parameters():
         p.grad = torch.full_like(p, 5.0)  # stale gradients that zero_grad() must remove
-    algo = A2C(
-        _TablePolicy(model),
+    algo = _call(
+        "A2C",
+        A2C,
+        FixturePolicy(model),
         optimizer,
         value_loss_coef=0.25,
         entropy_coef=0.01,
@@ -70,7 +73,7 @@ def check_a2c(
     part = "A2C"
     before = [1.0, 2.0, 0.5, 0.0]
     algo, model, trajectory = _a2c_setup(A2C, max_grad_norm=10.0)
-    stats = algo.step(trajectory)
+    stats = _call(part, algo.step, trajectory)
     if not isinstance(stats, dict):
         _fail(part, "step() must return a dict of floats.", "dict", type(stats))
     for key in ("loss", "policy_loss", "value_loss", "entropy", "grad_norm"):
@@ -78,7 +81,9 @@ def check_a2c(
             _fail(
                 part,
                 f"step() result misses `{key}`.",
-                hint="return loss, policy_loss, value_loss, entropy, grad_norm.",
+                ["loss", "policy_loss", "value_loss", "entropy", "grad_norm"],
+                sorted(stats),
+                "return at least these five keys, each a Python float.",
             )
         if isinstance(stats[key], torch.Tensor):
             _fail(
@@ -104,8 +109,11 @@ def check_a2c(
     if np.allclose(step, [-g - 5.0 for g in _A2C_VALUE_GRAD], atol=1e-4):
         _fail(
             part,
-            "old gradients were added to the new ones.",
-            hint="call optimizer.zero_grad() first.",
+            "old gradients were added to the new ones: the parameters held a stale gradient of "
+            "5.0 before step(), and it is still in the update.",
+            np.array(_A2C_VALUE_GRAD),
+            -step,
+            "the gradients must be reset before each backward pass.",
         )
     if not np.allclose(-step, _A2C_VALUE_GRAD, atol=1e-4):
         _fail(
@@ -128,7 +136,7 @@ def check_a2c(
         f"entropy {stats['entropy']:.4f}, total {stats['loss']:.4f}; advantages detached"
     )
     algo, model, trajectory = _a2c_setup(A2C, max_grad_norm=0.1)
-    algo.step(trajectory)
+    _call(part, algo.step, trajectory)
     moved = torch.cat(
         [
             (model.value_table.detach() - torch.tensor(before)),
@@ -141,19 +149,21 @@ def check_a2c(
             "with max_grad_norm=0.1 and SGD(lr=1) the parameters should move by exactly 0.1.",
             0.1,
             round(float(moved.norm()), 5),
-            "clip_grad_norm_ after backward(), before optimizer.step().",
+            "clip the gradient after backward(), before the optimizer step.",
         )
     _ok("A2C clips the gradient norm (0.3248 -> 0.1) before the optimizer step")
     if Policy is None or make_model is None:
         return
     torch.manual_seed(0)
-    policy = Policy(make_model(4))
+    policy = _call(part, Policy, _call(part, make_model, 4))
     params = [p.detach().clone() for p in policy.model.parameters()]
-    out = policy.act(np.random.default_rng(0).integers(0, 256, (6, *OBS_SHAPE), np.uint8))
+    out = _call(
+        part, policy.act, np.random.default_rng(0).integers(0, 256, (6, *OBS_SHAPE), np.uint8)
+    )
     out["value_targets"] = torch.linspace(-1.0, 1.0, 6)
     out["observations"] = np.zeros((6, *OBS_SHAPE), np.uint8)
     optimizer = torch.optim.RMSprop(policy.model.parameters(), lr=7e-4, alpha=0.99, eps=1e-5)
-    stats = A2C(policy, optimizer).step(out)
+    stats = _call(part, _call(part, A2C, policy, optimizer).step, out)
     if not all(
         math.isfinite(float(stats[k])) for k in ("loss", "policy_loss", "value_loss", "entropy")
     ):

@@ -1,10 +1,11 @@
-"""Shared pieces of the visible checks: the failure type, message helpers, fake inputs.
+"""Shared pieces of the visible checks: the failure type, message helpers, calling student code.
 
 :class:`CheckFailed` and :func:`require_implemented` are public (re-exported by
-:mod:`course_lib.checks`); the rest is private to the check modules: ``_fail`` / ``_ok``
-format the messages, ``_obs`` builds uint8 observations that encode one code per env, and
-:class:`_TableModel` / :class:`_TablePolicy` are a tiny correct model and policy that look
-their outputs up from that code, so that each check exercises one student part at a time.
+:mod:`course_lib.checks`; the course's grader raises the same class); the rest is private to the
+check modules: ``_fail`` / ``_ok`` format the messages, ``_call`` runs student code and ties an
+exception to the part and the student's line, ``_obs`` builds coded frames. The models and
+policies the checks drive one part with are the shared fixtures of
+:mod:`course_lib.checks.fixtures`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
-OBS_SHAPE = (4, 84, 84)
+from .fixtures import OBS_SHAPE as OBS_SHAPE  # re-exported to the check modules
+from .fixtures import FixturePolicy, TableModel, frames
+from .record import student_error
 
 
 class CheckFailed(AssertionError):
@@ -76,49 +78,25 @@ def _has_graph(x: Any) -> bool:
 
 def _obs(codes: list[int]) -> np.ndarray:
     """A uint8 batch ``(len(codes), 4, 84, 84)`` whose pixels all equal the given codes."""
-    return np.stack([np.full(OBS_SHAPE, c, dtype=np.uint8) for c in codes])
+    return frames(codes)
 
 
-# ---------------------------------------------------------------- tiny fake models and policies
-class _TableModel(nn.Module):
-    """Reads an index from pixel [0, 0, 0] of each observation and looks up logits and a value."""
-
-    def __init__(self, logits: list[list[float]], values: list[float]) -> None:
-        super().__init__()
-        self.logit_table = nn.Parameter(torch.tensor(logits, dtype=torch.float32))
-        self.value_table = nn.Parameter(torch.tensor(values, dtype=torch.float32))
-
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if not isinstance(obs, torch.Tensor):
-            raise TypeError(
-                f"the model expects a torch tensor, got {type(obs).__name__}: "
-                "convert the observations with torch.as_tensor(obs, device=...)"
-            )
-        index = obs[:, 0, 0, 0].long()  # (N,)
-        return self.logit_table[index], self.value_table[index]  # (N, A), (N,)
-
-
-class _TablePolicy:
-    """A correct policy around a :class:`_TableModel`, so that one part is checked at a time."""
-
-    def __init__(self, model: _TableModel) -> None:
-        self.model = model
-
-    def act(self, inputs: np.ndarray) -> dict[str, Any]:
-        logits, values = self.model(torch.as_tensor(inputs))
-        dist = torch.distributions.Categorical(logits=logits)
-        actions = dist.sample()
-        return {
-            "actions": actions.numpy(),
-            "logits": logits,
-            "log_probs": dist.log_prob(actions),
-            "values": values,
-        }
-
-
-def _value_policy() -> _TablePolicy:
+def _value_policy() -> FixturePolicy:
     """V(obs) = the pixel code of obs, for codes 0..9 (with an autograd graph)."""
-    return _TablePolicy(_TableModel([[0.0, 0.0]] * 10, [float(c) for c in range(10)]))
+    return FixturePolicy(TableModel([[0.0, 0.0]] * 10, [float(c) for c in range(10)]))
+
+
+def _call(part: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call the student's ``function``; an exception becomes a failure of ``part`` that names
+    the student's line (a stub's ``NotImplementedError`` stays one, for the graded cells)."""
+    try:
+        return function(*args, **kwargs)
+    except NotImplementedError as error:
+        raise NotImplementedError(f"[{part}] {student_error(error)}") from error
+    except CheckFailed:
+        raise
+    except Exception as error:  # noqa: BLE001 - any bug in the student's code
+        raise CheckFailed(f"[{part}] {student_error(error)}") from error
 
 
 def require_implemented(check: Callable[..., None], *args: Any) -> None:

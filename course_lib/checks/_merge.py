@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._common import OBS_SHAPE, _fail, _obs, _ok
+from ._common import OBS_SHAPE, _call, _fail, _obs, _ok
 
 
 def _merge_trajectory(targets_as_tensor: bool) -> dict[str, Any]:
@@ -30,6 +30,13 @@ def _merge_trajectory(targets_as_tensor: bool) -> dict[str, Any]:
     }
 
 
+def _describe_state(state: Any) -> str:
+    if not isinstance(state, dict):
+        return type(state).__name__
+    latest = state.get("latest_observation")
+    return f"keys {sorted(state)}, latest_observation {getattr(latest, 'shape', type(latest).__name__)}"
+
+
 def check_merge_time_batch(MergeTimeBatch: type) -> None:
     """``MergeTimeBatch()(trajectory)``: lists of T ``(N, ...)`` become ``(T*N, ...)``, time-major."""
     part = "MergeTimeBatch"
@@ -37,11 +44,17 @@ def check_merge_time_batch(MergeTimeBatch: type) -> None:
     for targets_as_tensor in (False, True):
         trajectory = _merge_trajectory(targets_as_tensor)
         state = trajectory["state"]
-        MergeTimeBatch()(trajectory)
-        if trajectory.get("state") is not state or trajectory["state"][
-            "latest_observation"
-        ].shape != (2, *OBS_SHAPE):
-            _fail(part, "trajectory['state'] must be left untouched.")
+        _call(part, _call(part, MergeTimeBatch), trajectory)
+        new_state = trajectory.get("state")
+        latest = new_state.get("latest_observation") if isinstance(new_state, dict) else None
+        if new_state is not state or getattr(latest, "shape", None) != (2, *OBS_SHAPE):
+            _fail(
+                part,
+                "trajectory['state'] must be left untouched (it is not a per-step list).",
+                "the same dict, latest_observation (2, 4, 84, 84)",
+                _describe_state(new_state),
+                "skip the key 'state'.",
+            )
         shapes = {"observations": (6, *OBS_SHAPE), "logits": (6, 3)}
         for key, kind in (
             ("actions", np.ndarray),
@@ -60,7 +73,7 @@ def check_merge_time_batch(MergeTimeBatch: type) -> None:
                     f"`{key}` changed type.",
                     kind.__name__,
                     type(x).__name__,
-                    "arrays stay arrays (np.concatenate), tensors stay tensors (torch.cat).",
+                    "numpy lists become numpy arrays, tensor lists become tensors.",
                 )
             if tuple(x.shape) != shapes.get(key, (6,)):
                 _fail(
@@ -68,13 +81,13 @@ def check_merge_time_batch(MergeTimeBatch: type) -> None:
                     f"`{key}` has the wrong merged shape (T=3, N=2).",
                     shapes.get(key, (6,)),
                     tuple(x.shape),
-                    "concatenate along the first axis: (T*N, ...), not (T, N, ...).",
+                    "one row per (step, env) pair: (T*N, ...), not (T, N, ...).",
                 )
             first = x.reshape(6, -1)[:, 0]
             got = np.asarray(first.detach().numpy() if isinstance(x, torch.Tensor) else first)
             want = order % 2 == 1 if key == "resets" else order
             if not np.array_equal(got.astype(want.dtype), want):
-                hint = "this is env-major order; keep time-major: concatenate the T steps in order."
+                hint = "this is env-major order; rows must be time-major: all envs of step 0 first."
                 _fail(
                     part,
                     f"`{key}` rows are in the wrong order (entries encode 10*t + i).",
@@ -82,11 +95,14 @@ def check_merge_time_batch(MergeTimeBatch: type) -> None:
                     got,
                     hint,
                 )
-        if trajectory["values"].grad_fn is None or trajectory["log_probs"].grad_fn is None:
+        graph = {k: trajectory[k].grad_fn is not None for k in ("values", "log_probs", "logits")}
+        if not all(graph.values()):
             _fail(
                 part,
-                "merged values/log_probs lost their autograd graph.",
-                hint="use torch.cat, not numpy or .detach().",
+                "merged tensors lost their autograd graph (A2C backpropagates through them).",
+                {key: True for key in graph},
+                graph,
+                "stay in torch for tensors: no numpy round trip, no .detach().",
             )
     _ok(
         "MergeTimeBatch: every key (6, ...) in time-major order [t0e0, t0e1, t1e0, ...], "

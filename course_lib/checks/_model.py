@@ -4,19 +4,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from ._common import OBS_SHAPE, _fail, _obs, _ok, _TableModel
+from ._common import OBS_SHAPE, _call, _fail, _obs, _ok
+from .fixtures import TableModel
+
+
+def _keys_of(out: Any) -> Any:
+    return sorted(out) if isinstance(out, dict) else type(out).__name__
+
+
+def _action_array(actions: Any) -> np.ndarray:
+    if isinstance(actions, torch.Tensor):
+        return actions.detach().cpu().numpy()
+    return np.asarray(actions)
 
 
 def check_model(make_model: Callable[[int], nn.Module]) -> None:
     """``make_model(n_actions)(obs) -> (logits (N, A), values (N,))`` for uint8 or float obs."""
     part = "make_model"
     torch.manual_seed(0)
-    model = make_model(6)
+    model = _call(part, make_model, 6)
     if not isinstance(model, nn.Module):
         _fail(part, "make_model must return an nn.Module.", "nn.Module", type(model))
     obs = torch.as_tensor(np.random.default_rng(0).integers(0, 256, (2, *OBS_SHAPE), np.uint8))
@@ -26,7 +38,7 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         _fail(
             part,
             f"the model fails on uint8 input (N, 4, 84, 84): {err}",
-            hint="convert inside forward: x = obs.float() / 255.0 (Conv2d needs floats).",
+            hint="Conv2d refuses uint8 tensors: convert to float (and scale to [0, 1]) in forward.",
         )
     if not (isinstance(out, tuple) and len(out) == 2):
         _fail(
@@ -49,15 +61,18 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
             tuple(values.shape),
             "the value head gives (N, 1): return values.squeeze(-1).",
         )
-    float_logits, float_values = model(obs.float())
+    float_logits, float_values = _call(part, model, obs.float())
     if not (
         torch.allclose(logits, float_logits, atol=1e-5)
         and torch.allclose(values, float_values, atol=1e-5)
     ):
         _fail(
             part,
-            "uint8 and float32 copies of the same observations give different outputs.",
-            hint="convert with obs.float() / 255 for every input dtype; do not rescale floats twice.",
+            "uint8 and float32 copies of the same observations give different outputs "
+            "(values: uint8 input first, float input second).",
+            values,
+            float_values,
+            "scale every input dtype the same way, once; do not rescale floats twice.",
         )
     if not (torch.isfinite(logits).all() and torch.isfinite(values).all()):
         _fail(part, "outputs contain NaN or inf.", actual=logits)
@@ -70,8 +85,15 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
             f"these parameters get no gradient: {dead}",
             hint="are they used in forward? (no .detach(), no numpy inside the model)",
         )
-    if tuple(make_model(4)(obs)[0].shape) != (2, 4):
-        _fail(part, "make_model(4) does not give 4 logits.", hint="use n_actions, not a constant.")
+    four = _call(part, _call(part, make_model, 4), obs)[0]
+    if tuple(four.shape) != (2, 4):
+        _fail(
+            part,
+            "make_model(4) does not give 4 logits per observation.",
+            (2, 4),
+            tuple(four.shape),
+            "use n_actions, not a constant.",
+        )
     n_params = sum(p.numel() for _, p in params)
     _ok(
         f"make_model: logits (2, 6), values (2,), uint8 and float inputs agree, "
@@ -83,14 +105,16 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
     """``Policy(model).act(obs)`` returns actions, logits, log_probs, values; samples softmax(logits)."""
     part = "Policy"
     probs = [0.7, 0.2, 0.1]
-    model = _TableModel([[math.log(p) for p in probs]], [0.5])
-    policy = Policy(model)
+    model = TableModel([[math.log(p) for p in probs]], [0.5])
+    policy = _call(part, Policy, model)
     torch.manual_seed(0)
     n = 64
     counts = np.zeros(3)
     for _ in range(25):
-        out = policy.act(_obs([0] * n))
-        counts += np.bincount(np.asarray(out["actions"]).reshape(-1), minlength=3)[:3]
+        out = _call(part, policy.act, _obs([0] * n))
+        if not isinstance(out, dict) or "actions" not in out:
+            _fail(part, "act() must return a dict with the key 'actions'.", "dict", _keys_of(out))
+        counts += np.bincount(_action_array(out["actions"]).reshape(-1), minlength=3)[:3]
     freq = counts / counts.sum()
     if freq[0] > 0.97:
         _fail(
@@ -112,25 +136,33 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
     if make_model is None:
         return
     torch.manual_seed(0)
-    policy = Policy(make_model(6))
-    out = policy.act(_obs([0, 128, 255]))
+    policy = _call(part, Policy, _call(part, make_model, 6))
+    out = _call(part, policy.act, _obs([0, 128, 255]))
     missing = {"actions", "logits", "log_probs", "values"} - set(out)
     if missing:
         _fail(
             part,
             f"act() misses the keys {sorted(missing)}.",
-            hint="return a dict with these four keys.",
+            ["actions", "logits", "log_probs", "values"],
+            sorted(out),
+            "return a dict with these four keys.",
         )
     actions, logits, log_probs, values = (
         out[k] for k in ("actions", "logits", "log_probs", "values")
     )
-    if not isinstance(actions, np.ndarray) or actions.shape != (3,) or actions.dtype != np.int64:
+    if isinstance(actions, torch.Tensor):  # the runner converts an integer tensor: accepted
+        actions = actions.detach().cpu().numpy()
+    if (
+        not isinstance(actions, np.ndarray)
+        or actions.shape != (3,)
+        or actions.dtype.kind not in "iu"
+    ):
         _fail(
             part,
-            "actions must be a numpy int64 array (N,) for the env batch.",
-            "ndarray (3,) int64",
+            "actions must be integers of shape (N,): a numpy int64 array (or an integer tensor).",
+            "integers (3,)",
             actions,
-            "actions.cpu().numpy()",
+            "one sampled action index per env.",
         )
     if not ((actions >= 0) & (actions < 6)).all():
         _fail(part, "actions out of range [0, 6).", actual=actions)
@@ -157,5 +189,5 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
             hint="do not wrap act() in torch.no_grad() and do not .detach() its outputs.",
         )
     _ok(
-        "Policy.act with your model: actions (3,) int64, logits (3, 6), log_probs (3,), values (3,) with graph"
+        "Policy.act with your model: actions (3,) integers, logits (3, 6), log_probs (3,), values (3,) with graph"
     )

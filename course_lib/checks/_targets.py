@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._common import _as_array, _fail, _has_graph, _obs, _ok, _value_policy
+from ._common import _as_array, _call, _fail, _has_graph, _obs, _ok, _value_policy
 
 # ---------------------------------------------------------------------------- targets
 #: The hand-worked trajectory: T=3 steps, N=2 envs, gamma 0.5, env 1 ends at t=1.
@@ -54,10 +54,15 @@ def check_compute_value_targets(ComputeValueTargets: type) -> None:
     """``ComputeValueTargets(policy, gamma)(trajectory)`` adds n-step targets, shape (T, N), no graph."""
     part = "ComputeValueTargets"
     trajectory = _target_trajectory()
-    ComputeValueTargets(_value_policy(), gamma=0.5)(trajectory)
+    keys = sorted(trajectory)
+    _call(part, _call(part, ComputeValueTargets, _value_policy(), gamma=0.5), trajectory)
     if "value_targets" not in trajectory:
         _fail(
-            part, "trajectory['value_targets'] is missing.", hint="add it in place; return nothing."
+            part,
+            "trajectory['value_targets'] is missing.",
+            [*keys, "value_targets"],
+            sorted(trajectory),
+            "add it to the trajectory in place; what __call__ returns is ignored.",
         )
     raw = trajectory["value_targets"]
     targets = _as_array(raw, part, "value_targets")
@@ -118,10 +123,17 @@ def check_gae(ComputeGAE: type) -> None:
     trajectory = _target_trajectory()
     policy = _value_policy()
     trajectory["values"] = [policy.model(torch.as_tensor(o))[1] for o in trajectory["observations"]]
-    ComputeGAE(policy, gamma=0.5, lambda_=0.5)(trajectory)
+    keys = sorted(trajectory)
+    _call(part, _call(part, ComputeGAE, policy, gamma=0.5, lambda_=0.5), trajectory)
     for key in ("advantages", "value_targets"):
         if key not in trajectory:
-            _fail(part, f"trajectory['{key}'] is missing.", hint="add both keys in place.")
+            _fail(
+                part,
+                f"trajectory['{key}'] is missing.",
+                sorted([*keys, "advantages", "value_targets"]),
+                sorted(trajectory),
+                "add both keys in place.",
+            )
         if _has_graph(trajectory[key]):
             _fail(
                 part,

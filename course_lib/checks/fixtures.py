@@ -98,9 +98,7 @@ class ProfileModel(nn.Module):
     def __init__(self, logits: Any, values: Any) -> None:
         super().__init__()
         self.register_buffer("table", torch.tensor(np.asarray(logits), dtype=torch.float32))
-        self.register_buffer(
-            "value_table", torch.tensor(np.asarray(values), dtype=torch.float32)
-        )
+        self.register_buffer("value_table", torch.tensor(np.asarray(values), dtype=torch.float32))
         self.logit_bias = nn.Parameter(torch.zeros(self.table.shape[1]))
         self.value_bias = nn.Parameter(torch.zeros(()))
 

@@ -210,20 +210,28 @@ def _snapshot(trajectory: dict[str, Any]) -> dict[str, Any]:
 
 def _same(old: Any, new: Any) -> bool:
     if isinstance(old, dict):
-        return isinstance(new, dict) and set(old) == set(new) and all(
-            _same(old[k], new[k]) for k in old
+        return (
+            isinstance(new, dict)
+            and set(old) == set(new)
+            and all(_same(old[k], new[k]) for k in old)
         )
     if isinstance(old, list):
-        return isinstance(new, (list, tuple)) and len(old) == len(new) and all(
-            _same(a, b) for a, b in zip(old, new, strict=True)
+        return (
+            isinstance(new, (list, tuple))
+            and len(old) == len(new)
+            and all(_same(a, b) for a, b in zip(old, new, strict=True))
         )
     if isinstance(old, torch.Tensor):
-        return isinstance(new, torch.Tensor) and old.shape == new.shape and bool(
-            torch.equal(old, new.detach())
+        return (
+            isinstance(new, torch.Tensor)
+            and old.shape == new.shape
+            and bool(torch.equal(old, new.detach()))
         )
     if isinstance(old, np.ndarray):
-        return isinstance(new, np.ndarray) and old.shape == new.shape and bool(
-            np.array_equal(old, new)
+        return (
+            isinstance(new, np.ndarray)
+            and old.shape == new.shape
+            and bool(np.array_equal(old, new))
         )
     return old == new
 
@@ -341,7 +349,9 @@ def a2c_run(A2C: type, case: dict[str, Any]) -> Observation:
         return {"runs": [a2c_run(A2C, run) for run in case["runs"]]}
     n_actions, rows = int(case["n_actions"]), int(case["rows"])
     model = fixtures.make_fixture_model(case["model"], n_actions, int(case["init_seed"]))
-    agent = A2C(fixtures.FixturePolicy(model), _optimizer(case["optimizer"], model), **case["coefs"])
+    agent = A2C(
+        fixtures.FixturePolicy(model), _optimizer(case["optimizer"], model), **case["coefs"]
+    )
     observed: Observation = {"stats": [], "params": []}
     for index, seed in enumerate(case["steps"]):
         if index == 1 and case.get("fresh_second"):

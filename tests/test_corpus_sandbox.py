@@ -1,30 +1,18 @@
-"""Does every corpus answer land as expected through the REAL ``nbgrader autograde``?
+"""Does a corpus answer get, through the sandbox, the verdict it gets in-process?
 
-``tests/test_autograder_checks.py`` grades each entry of ``tests/buggy_parts.py`` in-process with
-``run_part``. Here the same entries are pasted into the solution cells of the course notebook
-and graded the way an instructor grades a class: ``grade_many`` (``jobs=2``), one temporary
-nbgrader course per submission, the hidden tests put back by nbgrader, the score read from the
-gradebook and the feedback from the autograded notebook.
+``tests/test_autograder_checks.py`` judges every entry of ``tests/buggy_parts.py`` in-process
+(``run_part``: the same probes and judges). Here corpus entries are pasted into the solution
+cells of the course notebook and graded the way an instructor grades a class: ``grade_many``
+(``jobs=2``), the notebook run in the bubblewrap sandbox, the probe records judged by the
+grader, the scores written to nbgrader's gradebook and read back.
 
 Packing. Submission k holds, for each part, the k-th corpus entry of that part, or the reference
-answer when the part has fewer entries; the hidden checks run every part against the reference
-of the other parts, so each part's expected score is known on its own. The corpus has 13 ``a2c``
-entries, so 13 submissions grade the whole corpus.
-
-Graded in-process only (``test_autograder_checks.py``), not here: the entries that never finish
-(``Entry.seconds`` is set: ``model-loops``, ``compute_value_targets-loops``). In a notebook the
-visible self-check cell, the ``require_implemented`` line of the graded cell and the training
-cell call the student's code without the hidden tests' 15 s limit, so each of those three cells
-runs to nbgrader's 120 s cell timeout: about 6 minutes per looping entry, more than this whole
-file may take. What a looping cell costs under nbgrader is covered by the tiny-notebook test of
-``test_grading_robustness.py``.
-
-Expectations are the corpus's own (``Entry.fails``, ``Entry.feedback``, the score implied by the
-sub-check weights), read from the feedback that ``grade_part`` printed under the graded cell.
-One difference is the real notebook's, not a new expectation: a ``stub`` entry never reaches
-the hidden tests, because the graded cell's first line (``checks.require_implemented``) raises
-``NotImplementedError`` on a stub; the cell scores 0 (every sub-check lost, as the corpus says)
-and its feedback is that error.
+answer when the part has fewer entries; the probes run every part with fixtures, never with the
+student's other parts, so each part's expected score is known on its own. The first ``PACKS``
+submissions go through the sandbox (every part's first entries: valid, buggy and stub answers);
+the whole corpus is judged in-process by ``test_autograder_checks.py``. The entries that never
+finish (``Entry.seconds`` is set) are judged in-process only: in a notebook the visible check,
+the graded cell and the training cell would each run to the cell timeout.
 """
 
 from __future__ import annotations
@@ -43,12 +31,14 @@ from autograder.collect import Submission
 from autograder.hidden import run_part
 from autograder.pipeline import Grader, grade_many
 from autograder.results import PartScore
+from autograder.sandbox import bwrap_works
 from tests.buggy_parts import CORPUS, PART_NAMES, Entry
 from tests.submissions.course import SOURCE, corpus_source, course_submission
 
 #: Entries graded in-process only: they never finish (see the module docstring).
 IN_PROCESS_ONLY = tuple(entry for entry in CORPUS if entry.seconds is not None)
 THROUGH_NBGRADER = tuple(entry for entry in CORPUS if entry.seconds is None)
+PACKS = 3  #: submissions graded through the sandbox (about 30 s each on 2 cores)
 
 _LINE = re.compile(r"^(PASS|FAIL) \[[0-9.]+ pt\] (.*)$")
 
@@ -100,11 +90,6 @@ def expected_score(entry: Entry, points: float) -> float:
 
 def verdict_problems(entry: Entry | None, part: str, got: PartScore) -> list[str]:
     """What differs between a graded part and its expectation (``None``: the reference)."""
-    if entry is not None and entry.scenario == "stub":  # stopped by require_implemented
-        problems = [] if got.score == 0.0 else [f"score {got.score}, expected 0"]
-        if "NotImplementedError" not in got.feedback:
-            problems.append("the feedback does not name NotImplementedError")
-        return problems
     try:
         parsed = parse_feedback(part, got.feedback)
     except AssertionError as error:
@@ -163,15 +148,16 @@ def test_corpus_sources_define_working_models():
         assert isinstance(namespace["make_model"](4), torch.nn.Module), entry.id
 
 
-# ---------------------------------------------------------------------------- nbgrader
+# ---------------------------------------------------------------------------- the sandbox
 
 
 @pytest.mark.rom
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_corpus_through_real_nbgrader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Does every corpus entry get, through nbgrader, the verdict it gets in-process?"""
-    packed = pack(THROUGH_NBGRADER)
+def test_corpus_through_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Do the packed corpus entries get, through the sandbox, their in-process verdicts?"""
+    assert bwrap_works(), "bubblewrap is missing or cannot create namespaces"
+    packed = pack(THROUGH_NBGRADER)[:PACKS]
     subs = []
     for k, submission in enumerate(packed):
         replace = {
@@ -202,4 +188,4 @@ def test_corpus_through_real_nbgrader(tmp_path: Path, monkeypatch: pytest.Monkey
                 problems.append(f"{name} (pack{k:02d}): {problem}\n{feedback}")
     assert not problems, "\n\n".join(problems)
     graded = {name for name in checked if not name.endswith("-reference")}
-    assert graded == {entry.id for entry in THROUGH_NBGRADER}
+    assert graded == {entry.id for submission in packed for entry in submission.values()}

@@ -1,0 +1,249 @@
+"""Real notebooks graded the way an instructor grades: ``python -m autograder grade-all``.
+
+Every notebook runs in the bubblewrap sandbox (CI installs it; without it these tests fail,
+they do not skip). One class's worth of submissions is graded once (module fixture) and read
+by several tests: the reference twice (a folder and a zip, Colab names), the untouched release,
+a notebook whose parts misbehave each in its own way, one with deleted, duplicated and edited
+cells, an unreadable file, and the hostile corpus (``tests/submissions/hostile.py``): attacks
+that would have earned points if the grader ran next to the student's code, each with every
+stub left unimplemented. The attacks meant to outlast their own grading are graded apart, one
+at a time, each followed by an honest submission that must get its exact grade.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import site
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.sandbox import bwrap_works
+from tests.submissions.course import MISBEHAVING, course_submission
+from tests.submissions.hostile import ATTACKS, PERSISTENT, hostile_submission
+
+pytestmark = [pytest.mark.rom, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASE = ROOT / "notebooks" / "a2c.ipynb"
+FULL = {
+    "model": 1,
+    "policy": 2,
+    "compute_value_targets": 3,
+    "merge_time_batch": 2,
+    "a2c": 4,
+    "gae": 2,
+}
+TOKEN = f"a2c-hostile-{uuid.uuid4().hex[:12]}"
+
+
+def _cli(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "A2C_GRADER_TIME_SCALE": "3"},  # a loaded 2-core machine
+    )
+
+
+def _rows(out: Path) -> dict[str, dict[str, str]]:
+    return {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
+
+
+def _points(row: dict[str, str]) -> dict[str, float]:
+    """The part scores of a row: its columns when graded, else read from the provisional note."""
+    if row["status"] == "graded":
+        return {key: float(row[key]) for key in FULL}
+    return {}
+
+
+def _snapshot() -> dict[str, str]:
+    """Digests of the checkout's code and the Python environment's file list."""
+    found = {}
+    for folder in ("autograder", "solutions", "course_lib", "notebooks"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    for directory in {*site.getsitepackages(), sys.prefix}:
+        for path in sorted(Path(directory).glob("*")):
+            if path.suffix in (".pth", ".py") or path.name.startswith("sitecustomize"):
+                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def _survivors() -> list[str]:
+    """Command lines of live processes that carry the attacks' token."""
+    alive = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if TOKEN in cmdline and str(os.getpid()) != proc.name:
+            alive.append(cmdline)
+    return alive
+
+
+@pytest.fixture(scope="module")
+def loopback_server():
+    """A TCP server on the host's loopback that counts the connections it gets."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    hits: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                try:
+                    hits.append(conn.recv(100))
+                except OSError:
+                    hits.append(b"")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], hits
+    stop.set()
+    thread.join(timeout=5)
+    server.close()
+
+
+def test_bubblewrap_sandbox_is_available():
+    """Can the sandbox start here? (Debian: apt-get install -y bubblewrap; .ci/run does.)"""
+    assert bwrap_works(), "bubblewrap is missing or cannot create namespaces"
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory, loopback_server):
+    assert bwrap_works(), "the hostile notebooks must only ever run inside the sandbox"
+    port, _ = loopback_server
+    folder = tmp_path_factory.mktemp("class")
+    inbox = folder / "inbox"
+    (inbox / "carol").mkdir(parents=True)
+    nbformat.write(course_submission(), inbox / "alice.ipynb")
+    (inbox / "carol" / "a2c (1).ipynb").write_bytes(RELEASE.read_bytes())
+    nbformat.write(course_submission(**MISBEHAVING), inbox / "mallory.ipynb")
+    repaired = course_submission()
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in repaired.cells]
+    twin = nbformat.from_dict(json.loads(json.dumps(repaired.cells[ids.index("test_a2c")])))
+    twin["id"] = "a2c-twin"
+    repaired.cells.insert(ids.index("test_a2c"), twin)
+    repaired.cells[ids.index("check_model")].source = "print('OK everything')"
+    del repaired.cells[ids.index("test_policy")]
+    nbformat.write(repaired, inbox / "dave.ipynb")
+    (inbox / "garbage.ipynb").write_text("this is not json")
+    for attack in ATTACKS:
+        if attack not in PERSISTENT:
+            nb = hostile_submission(attack, token=TOKEN, port=str(port), marker="/tmp/none")
+            nbformat.write(nb, inbox / f"h_{attack}.ipynb")
+    with zipfile.ZipFile(folder / "more.zip", "w") as bundle:
+        bundle.writestr("Copy of a2c - bob.ipynb", nbformat.writes(course_submission()))
+    before = _snapshot()
+    done = _cli("grade-all", "inbox", "more.zip", "--out", "out", "--jobs", "2", cwd=folder)
+    assert (folder / "out" / "grades.csv").is_file(), done.stderr[-3000:]
+    return done, _rows(folder / "out"), folder / "out", before
+
+
+def test_reference_full_marks_release_zero_identical_regrades(graded_class):
+    """Reference 14 of 12 twice alike (folder and zip, Colab names); untouched release 0."""
+    done, rows, _, _ = graded_class
+    assert done.returncode == 1 and "garbage" in done.stderr, done.stderr[-3000:]
+    assert rows["garbage"]["status"].startswith("unreadable")
+    for name in ("alice", "bob"):
+        assert rows[name]["status"] == "graded" and rows[name]["sandboxed"] == "yes", rows[name]
+        assert _points(rows[name]) == FULL and rows[name]["total"] == "14"
+        assert rows[name]["max_total"] == "12"
+    assert rows["bob"]["file"].endswith("more.zip:Copy of a2c - bob.ipynb")
+    assert rows["carol"]["status"] == "graded" and _points(rows["carol"]) == dict.fromkeys(
+        FULL, 0.0
+    )
+
+
+def test_misbehaviours_cost_only_their_own_part(graded_class):
+    """Stderr flood, a raising act, patched comparisons, a wrong merge, sys.exit: each apart."""
+    _, rows, _, _ = graded_class
+    mallory = rows["mallory"]
+    assert mallory["status"] == "graded", mallory
+    points = _points(mallory)
+    for part in ("model", "compute_value_targets", "a2c", "gae"):
+        assert points[part] == FULL[part], (part, mallory)
+    assert points["policy"] == 0.0
+    assert 0.0 < points["merge_time_batch"] < FULL["merge_time_batch"]
+
+
+def test_deleted_duplicated_and_edited_cells_are_repaired(graded_class):
+    """Deleted test cell restored, duplicate graded once, edited locked cell put back."""
+    _, rows, _, _ = graded_class
+    dave = rows["dave"]
+    assert dave["status"] == "graded" and _points(dave) == FULL, dave
+    assert "restored deleted cells: test_policy" in dave["notes"]
+    assert "duplicated cells" in dave["notes"] and "test_a2c" in dave["notes"]
+    assert "restored edited locked cells: check_model" in dave["notes"]
+
+
+@pytest.mark.parametrize("attack", [a for a in ATTACKS if a not in PERSISTENT])
+def test_hostile_notebook_gains_nothing(graded_class, attack):
+    """With every stub unimplemented, does the attack earn 0 points, visibly?"""
+    _, rows, out, _ = graded_class
+    row = rows[f"h_{attack}"]
+    if row["status"] == "graded":
+        assert _points(row) == dict.fromkeys(FULL, 0.0), row
+    else:  # flagged, with its (zero) provisional total in the notes and no bare number
+        assert row["status"].startswith("tampered") and row["total"] == "", row
+        assert "provisional total 0 (not a grade)" in row["notes"], row
+    assert row["sandboxed"] == "yes"
+    html = (out / "feedback" / f"h_{attack}.html").read_text(encoding="utf-8")
+    assert "FORGED-SCRIPT" not in html and "HIDDEN TESTS" not in html
+
+
+def test_hostile_class_left_the_machine_as_it_was(graded_class, loopback_server):
+    """No file of the checkout or the environment changed; nothing reached the host's network."""
+    _, _, _, before = graded_class
+    assert _snapshot() == before
+    assert loopback_server[1] == []
+    assert _survivors() == []
+
+
+def test_persistent_attacks_then_honest_grades_are_exact(tmp_path):
+    """After each attack that tries to outlast its grading, is an honest notebook graded exactly?"""
+    assert bwrap_works(), "the hostile notebooks must only ever run inside the sandbox"
+    marker = tmp_path / "outlived.txt"
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for index, attack in enumerate(PERSISTENT):
+        nb = hostile_submission(attack, token=TOKEN, port="9", marker=str(marker))
+        nbformat.write(nb, inbox / f"a{index}_{attack}.ipynb")
+        nbformat.write(course_submission(), inbox / f"a{index}_~honest.ipynb")
+    before = _snapshot()
+    done = _cli("grade-all", "inbox", "--out", "out", "--jobs", "1", "--no-feedback", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _survivors() == []
+    rows = _rows(tmp_path / "out")
+    for index, attack in enumerate(PERSISTENT):
+        attacked, honest = rows[f"a{index}_{attack}"], rows[f"a{index}_~honest"]
+        assert attacked["status"] == "graded" and _points(attacked) == dict.fromkeys(FULL, 0.0)
+        assert honest["status"] == "graded" and _points(honest) == FULL, honest
+    time.sleep(8)  # the outliving attack writes 6 s after its start, if it still lives
+    assert not marker.exists()
+    assert _survivors() == []
+    assert _snapshot() == before

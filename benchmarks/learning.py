@@ -96,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         progress=not args.no_progress,
     )
     minutes = (time.perf_counter() - start) / 60
+    if result.stopped_by:
+        print(f"stopped by {result.stopped_by} at {result.steps:,} steps; continue with --resume")
+        return 1
     score = result.mean_raw_score_100
     target = target_for(config.env_id, result.steps)
     report = {

@@ -99,6 +99,8 @@ class TrainResult:
     steps_per_s: float
     checkpoint: Path
     video: Path | None
+    games: int = 0
+    """Full games finished during training (all sessions)."""
     stopped_by: str | None = None
     """``"SIGINT"`` or ``"SIGTERM"`` when a signal stopped the run early (checkpoint written)."""
     evaluation: dict[str, Any] | None = None
@@ -292,6 +294,7 @@ def train(
         steps_per_s=steps_done / elapsed if elapsed > 0 and steps_done > 0 else math.nan,
         checkpoint=ckpt_path,
         video=None,
+        games=len(runner.episode_stats),
         stopped_by=stop.signal_name,
     )
     if result.stopped_by:
@@ -339,7 +342,7 @@ def _evaluate(policy: Policy, config: A2CConfig, games: int) -> tuple[float, dic
         "score": float(np.mean(scores)),
         "std": float(np.std(scores)),
         "games": games,
-        "actions": "sampled from the policy, as in training",
+        "actions": "sampled from the policy (not greedy), as in training",
         "game": config.env_id,
         "env_seed": seed,
         "policy": "final weights",
@@ -350,18 +353,19 @@ def _evaluate(policy: Policy, config: A2CConfig, games: int) -> tuple[float, dic
 def describe_scores(result: TrainResult) -> str:
     """The end-of-run lines that say what each score measures and why they can differ."""
     eval_info = result.evaluation
+    recent = min(100, result.games)
     lines = [
-        f"training score: {result.mean_raw_score_100:.1f} = mean raw game score of the last "
-        "100 games played during training (actions sampled, policy still changing while they "
-        "were played)"
+        f"training score: {result.mean_raw_score_100:.1f} = mean raw score of the last {recent} "
+        "full games played during training (sampled actions; the policy kept changing while "
+        "they were played)"
     ]
     if eval_info is not None:
         lines.append(
             f"evaluation score: {eval_info['score']:.1f} (std {eval_info['std']:.1f}) = mean raw "
             f"score of {eval_info['games']} new full games of {eval_info['game']} played by the "
-            f"final policy with {eval_info['actions']}. It differs from the training score "
-            f"because it measures the final policy only, on other games, and {eval_info['games']} "
-            "games is a small sample (the standard error is std / sqrt(games))."
+            f"final policy, actions {eval_info['actions']}. It can differ from the training "
+            f"score: it measures the final policy only, on other games, and {eval_info['games']} "
+            "games are a small sample (standard error about std / sqrt(games))."
         )
     return "\n".join(lines)
 

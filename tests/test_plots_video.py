@@ -47,7 +47,7 @@ def test_dashboard_saves_a_png_headless(tmp_path):
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert len(visible) == 4  # games + entropy + value_loss + grad_norm
     assert visible[0].get_title() == "raw game score"
-    assert {ax.get_title().split(" (")[0] for ax in visible[1:]} == {
+    assert {ax.get_title().split()[0] for ax in visible[1:]} == {
         "entropy",
         "value_loss",
         "grad_norm",
@@ -64,6 +64,29 @@ def test_dashboard_smoothing_numbers():
     assert steps[-1] == 40 * 29
     np.testing.assert_allclose(mean[:4], [0, 0.5, 1, 2])
     np.testing.assert_allclose(mean[-1], (27 + 28 + 29) / 3)
+
+
+def test_smoothing_window_scales_with_the_points_and_the_lr_is_not_smoothed():
+    """With 20 points and window 20 the curve would be the running mean: is the window a fifth
+    of the points instead, is the lr drawn as logged, and do the titles and legends say which
+    line is which, with the last logged value?"""
+    dashboard = TrainingDashboard(scalar_window=20)
+    values = [0.1 * (i % 2) + i for i in range(20)]
+    for i, v in enumerate(values):
+        dashboard.log(10 * i, explained_variance=v, lr=7e-4 * (1 - i / 20))
+    assert dashboard.smoothing_window(20) == 4 and dashboard.smoothing_window(1000) == 20
+    assert dashboard.smoothing_window(3) == 1
+    _, mean = dashboard.smoothed("explained_variance")
+    np.testing.assert_allclose(mean[-1], np.mean(values[-4:]))
+    np.testing.assert_allclose(dashboard.smoothed("lr")[1], dashboard.series["lr"][1])
+    axes = {ax.get_title().split(":")[0].split()[0]: ax for ax in dashboard.figure().axes}
+    ev, lr = axes["explained_variance"], axes["lr"]
+    assert ev.get_title() == f"explained_variance\nlast {values[-1]:.3g}, smoothed {mean[-1]:.3g}"
+    assert [t.get_text() for t in ev.get_legend().get_texts()] == [
+        "logged",
+        "mean of last 4 logged",
+    ]
+    assert lr.get_title() == f"lr: {7e-4 / 20:.3g} now" and len(lr.get_lines()) == 1
 
 
 def test_dashboard_reads_runner_stats_and_throttles(tmp_path):

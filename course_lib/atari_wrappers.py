@@ -41,6 +41,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from .validation import check_int
+
 __all__ = ["ClipReward", "EpisodicLife", "FireReset", "FrameSkip", "FrameStack"]
 __all__ += ["GrayscaleResize", "MaxLastTwoFrames", "NoopReset", "RecordGameStatistics"]
 
@@ -49,13 +51,6 @@ ResetReturn = tuple[Any, dict[str, Any]]
 
 #: Reset-info key: ``True`` after a real reset (new game), ``False`` after a life loss.
 NEW_GAME = "new_game"
-
-
-def _check_int(name: str, value: Any, minimum: int, fix: str) -> int:
-    """Return ``value`` if it is an int >= ``minimum``, else raise a ValueError that says the fix."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"`{name}` must be an int >= {minimum}, got {value!r}: {fix}.")
-    return int(value)
 
 
 def _lives(env: gym.Env) -> int:
@@ -122,7 +117,7 @@ class NoopReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, noop_max: int = 30):
         gym.utils.RecordConstructorArgs.__init__(self, noop_max=noop_max)
         super().__init__(env)
-        self.noop_max = _check_int("noop_max", noop_max, 0, "use 0 to turn no-op starts off")
+        self.noop_max = check_int("noop_max", noop_max, 0, fix="use 0 to turn no-op starts off")
         meanings = env.unwrapped.get_action_meanings()
         if self.noop_max > 0 and meanings[0] != "NOOP":
             raise ValueError(
@@ -185,7 +180,9 @@ class FrameSkip(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, skip: int = 4):
         gym.utils.RecordConstructorArgs.__init__(self, skip=skip)
         super().__init__(env)
-        self.skip = _check_int("frame_skip", skip, 1, "use 4 as in the Nature DQN, 1 to turn off")
+        self.skip = check_int(
+            "frame_skip", skip, 1, fix="use 4 as in the Nature DQN, 1 to turn off"
+        )
 
     def step(self, action: Any) -> StepReturn:
         total_reward = 0.0
@@ -303,7 +300,7 @@ class GrayscaleResize(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, size: int = 84):
         gym.utils.RecordConstructorArgs.__init__(self, size=size)
         super().__init__(env)
-        self.size = _check_int("size", size, 1, "use 84 as in the Nature DQN")
+        self.size = check_int("size", size, 1, fix="use 84 as in the Nature DQN")
         space = env.observation_space
         shape = getattr(space, "shape", None) or ()
         self._rgb = len(shape) == 3 and shape[2] == 3
@@ -338,7 +335,7 @@ class FrameStack(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, n: int = 4):
         gym.utils.RecordConstructorArgs.__init__(self, n=n)
         super().__init__(env)
-        self.n = _check_int("frame_stack", n, 1, "use 4 as in the Nature DQN, 1 to turn off")
+        self.n = check_int("frame_stack", n, 1, fix="use 4 as in the Nature DQN, 1 to turn off")
         space = env.observation_space
         if not isinstance(space, spaces.Box):
             raise ValueError(f"FrameStack needs a Box observation space, got {space}.")
@@ -377,16 +374,3 @@ class ClipReward(gym.RewardWrapper, gym.utils.RecordConstructorArgs):
 
     def reward(self, reward: SupportsFloat) -> float:
         return float(np.sign(float(reward)))
-
-
-# Moved to course_lib.atari_env (which imports this module), still importable from here for
-# older notebooks; looked up on first use (PEP 562), so no import order makes a cycle.
-_MOVED_TO_ATARI_ENV = ("SeedFirstReset", "make_atari_env", "wrap_atari")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_ATARI_ENV:
-        from . import atari_env
-
-        return getattr(atari_env, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

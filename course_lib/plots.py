@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .episode_stats import EpisodeStats, rolling_mean
+from .validation import check_int
 
 if TYPE_CHECKING:  # matplotlib is imported on first drawing: `import course_lib` stays fast
     from matplotlib.figure import Figure
@@ -114,8 +115,7 @@ class TrainingDashboard:
             )
         for name, value in (("game_window", game_window), ("scalar_window", scalar_window),
                             ("ncols", ncols), ("max_points", max_points)):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
+            check_int(name, value, 1)
         if not min_interval >= 0:
             raise ValueError(f"`min_interval` must be >= 0 seconds, got {min_interval!r}.")
         self.games = episode_stats if episode_stats is not None else EpisodeStats()

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .episode_stats import EpisodeStats
+from .validation import check_int
 
 __all__ = ["EnvRunner", "StepCounter"]
 
@@ -103,7 +104,7 @@ class EnvRunner:
             :meth:`get_next`); assignable, e.g. ``runner.step_var = 0``.
         episode_stats: an :class:`~course_lib.episode_stats.EpisodeStats` with every full game
             finished so far: raw score, length, and the agent step at which it ended.
-        nenvs: N, the number of envs.
+        num_envs: N, the number of envs (the batch's ``num_envs``).
 
     Example::
 
@@ -133,8 +134,7 @@ class EnvRunner:
                 "without one. Wrap your model in a Policy class whose act returns "
                 "{'actions': ..., 'logits': ..., 'log_probs': ..., 'values': ...}."
             )
-        if isinstance(nsteps, bool) or not isinstance(nsteps, int | np.integer) or nsteps < 1:
-            raise ValueError(f"`nsteps` must be a positive int, got {nsteps!r}; try nsteps=5.")
+        check_int("nsteps", nsteps, 1, fix="try nsteps=5")
         transforms = list(transforms) if transforms is not None else []
         for i, transform in enumerate(transforms):
             if not callable(transform):
@@ -155,7 +155,7 @@ class EnvRunner:
         self.env = env
         self.policy = policy
         self.nsteps = int(nsteps)
-        self.nenvs = int(nenvs)
+        self.num_envs = int(nenvs)
         self.transforms = transforms
         self._counter = (
             StepCounter(int(step_var)) if isinstance(step_var, int | np.integer) else step_var
@@ -174,11 +174,6 @@ class EnvRunner:
         self._counter.value = int(value)
 
     @property
-    def step_counter(self) -> Any:
-        """The object that holds the count (the :class:`StepCounter` passed in, if any)."""
-        return self._counter
-
-    @property
     def latest_observation(self) -> np.ndarray | None:
         """The obs the next :meth:`get_next` starts from (``None`` before the first call)."""
         return self._latest_observation
@@ -195,7 +190,7 @@ class EnvRunner:
         if self._latest_observation is None:
             self.reset()
         obs = self._latest_observation
-        nenvs, counter = self.nenvs, self._counter
+        nenvs, counter = self.num_envs, self._counter
         trajectory: Trajectory = {}
         observations: list[np.ndarray] = []
         rewards: list[np.ndarray] = []
@@ -249,6 +244,6 @@ class EnvRunner:
 
     def __repr__(self) -> str:
         return (
-            f"EnvRunner(nenvs={self.nenvs}, nsteps={self.nsteps}, step_var={self.step_var}, "
+            f"EnvRunner(num_envs={self.num_envs}, nsteps={self.nsteps}, step_var={self.step_var}, "
             f"games={len(self.episode_stats)}, transforms={len(self.transforms)})"
         )

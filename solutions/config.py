@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from course_lib.validation import check_int
+
 __all__ = [
     "A2CConfig",
     "CLI_OPTIONS",
@@ -81,13 +83,8 @@ class A2CConfig:
     """Agent steps between two checkpoints; a final one is always written."""
 
     def __post_init__(self) -> None:
-        def positive_int(name: str) -> None:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}.")
-
         for name in ("nenvs", "nsteps", "total_steps", "log_interval", "checkpoint_interval"):
-            positive_int(name)
+            check_int(name, getattr(self, name), 1)
         if not isinstance(self.env_id, str) or not self.env_id:
             raise ValueError(
                 f"env_id must be an ALE id such as 'SpaceInvadersNoFrameskip-v4', got {self.env_id!r}."

@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from course_lib import nature_dqn_env  # noqa: E402
+from course_lib.validation import check_int  # noqa: E402
 
 from .reference import Policy  # noqa: E402
 
@@ -76,13 +77,11 @@ def evaluate_scores(
             lose, e.g. by never pressing FIRE.
         backend: env batch backend (see ``course_lib.nature_dqn_env``).
     """
-    for name, value in (("games", games), ("max_steps_per_game", max_steps_per_game)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    check_int("games", games, 1)
+    check_int("max_steps_per_game", max_steps_per_game, 1)
     if nenvs is None:
         nenvs = min(games, 8)
-    if isinstance(nenvs, bool) or not isinstance(nenvs, int) or not 1 <= nenvs <= games:
-        raise ValueError(f"nenvs must be an int in [1, games={games}], got {nenvs!r}.")
+    check_int("nenvs", nenvs, 1, maximum=games, fix="at most one env per game")
     policy = _as_policy(agent)
     quota = np.full(nenvs, games // nenvs) + (np.arange(nenvs) < games % nenvs)  # (nenvs,)
     scores: list[list[float]] = [[] for _ in range(nenvs)]

@@ -140,16 +140,16 @@ class FakeAtari(gym.Env):
 
     ``render()`` returns a (210, 160, 3) frame (odd-free sizes of the real screen); reward 2 per
     step, so a full game of 3 lives x 5 steps scores 30. The summary ``info["episode"]`` is
-    given only when ``summaries`` is True.
+    given only when ``game_stats`` is True.
     """
 
     metadata = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, render_mode="rgb_array", summaries=True, lives=3):
+    def __init__(self, render_mode="rgb_array", game_stats=True, lives=3):
         self.render_mode = render_mode
         self.observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
         self.action_space = gym.spaces.Discrete(4)
-        self.summaries, self.max_lives = summaries, lives
+        self.game_stats, self.max_lives = game_stats, lives
         self.lives, self.count, self.total = lives, 0, 0
 
     def _obs(self):
@@ -168,7 +168,7 @@ class FakeAtari(gym.Env):
         if terminated:
             self.lives -= 1
         info = {"lives": self.lives}
-        if terminated and self.lives == 0 and self.summaries:
+        if terminated and self.lives == 0 and self.game_stats:
             info["episode"] = {
                 "r": np.array([self.total], dtype=np.float64),
                 "l": np.array([self.count]),
@@ -218,7 +218,7 @@ def read_mp4(path):
 def test_record_video_gif_fallback_cap_and_obs_frames(tmp_path, monkeypatch):
     """Without ffmpeg, is a GIF written; does max_frames cut the game; can frames come from obs?"""
     monkeypatch.setattr(video_module, "_ffmpeg_available", lambda: False)
-    env = FakeAtari(render_mode=None, summaries=False)
+    env = FakeAtari(render_mode=None, game_stats=False)
     result = record_video(
         env, lambda obs: np.zeros(len(obs), dtype=np.int64), tmp_path / "g.mp4", max_frames=8
     )
@@ -229,10 +229,10 @@ def test_record_video_gif_fallback_cap_and_obs_frames(tmp_path, monkeypatch):
     assert video_html(result.path).startswith("<img")
 
 
-def test_record_video_without_summaries_ends_at_last_life(tmp_path):
+def test_record_video_without_game_stats_ends_at_last_life(tmp_path):
     """Does a game end when the last life is lost even without info["episode"]?"""
     result = record_video(
-        FakeAtari(summaries=False), ConstantPolicy(), tmp_path / "v", format="gif"
+        FakeAtari(game_stats=False), ConstantPolicy(), tmp_path / "v", format="gif"
     )
     assert result.finished and result.steps == 15 and result.score == 30.0
 

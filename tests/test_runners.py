@@ -191,7 +191,8 @@ def test_step_var_counts_agent_steps_int_and_shared_counter():
     counter = StepCounter()
     runner = EnvRunner(CounterBatch(), FakePolicy(), nsteps=3, step_var=counter)
     runner.get_next()
-    assert counter.value == 6 and int(counter) == 6 and runner.step_counter is counter
+    assert counter.value == 6 and int(counter) == 6 and runner.step_var == 6
+    assert not hasattr(runner, "step_counter")  # one name: step_var
 
 
 def test_episode_stats_use_the_mask_and_record_end_steps():
@@ -314,7 +315,7 @@ def test_runner_with_env_batch_counts_games_from_infos():
     """With the course's EnvBatch, is every finished game recorded once, from the masked infos?"""
     import functools
 
-    from course_lib.env_batch import EnvBatch
+    from course_lib.python_batches import EnvBatch
     from tests.fake_envs import CounterEnv
 
     class Zeros:

@@ -1,5 +1,12 @@
 """The Nature-DQN Atari preprocessing, one small gymnasium wrapper per idea.
 
+Where each idea comes from: frame skip 4 with the max over the last two frames, 84x84 gray,
+a stack of 4 frames, reward clipping and a lost life as the end of a learning episode are the
+Nature DQN's (Mnih et al., 2015), and so is "no-op max 30" (its hyperparameter table: up to 30
+"do nothing" actions at the start of an episode). Pressing FIRE at the start of a game is a
+convention of OpenAI baselines' Atari wrappers (which its A2C used), not of the Nature paper;
+baselines also draws the random no-op start at every real reset, as done here.
+
 :func:`course_lib.atari_env.make_atari_env` stacks them in this order, from the emulator out::
 
     gym.make("XxxNoFrameskip-v4")   RGB (210, 160, 3), one frame per step, raw reward
@@ -66,7 +73,8 @@ class FireReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Reset: after a real reset (a new game), press FIRE once; never after a lost life.
 
     Breakout (and a few others) wait for FIRE before serving the first ball; an untrained agent
-    could spend thousands of steps before it presses it. In games that do not need it, one FIRE
+    could spend thousands of steps before it presses it. (A convention of OpenAI baselines'
+    wrappers, not of the Nature DQN.) In games that do not need it, one FIRE
     at the start is harmless. The FIRE frame's reward is dropped (it is 0 in practice) and it is
     not counted in the game's length: it happens before the game, like the no-op start.
 
@@ -109,7 +117,8 @@ class NoopReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Reset: after the real reset, play a random number (1 to ``noop_max``) of NOOP frames.
 
     Atari games are deterministic: without this, every game would start from the very same
-    frame and an agent could memorise one sequence of actions. The count is drawn from the
+    frame and an agent could memorise one sequence of actions. (The Nature DQN's "no-op max
+    30"; drawn at every real reset, as OpenAI baselines' wrappers do.) The count is drawn from the
     emulator's ``np_random``, so ``reset(seed=s)`` repeats it. ``noop_max=0`` turns it off.
     If the game ends during the no-ops (it practically never does) the env is reset again.
     """
@@ -287,8 +296,8 @@ class EpisodicLife(gym.Wrapper, gym.utils.RecordConstructorArgs):
 class GrayscaleResize(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """Obs: a frame -> gray ``uint8 (size, size)``, resized with ``cv2.INTER_AREA``.
 
-    Colour carries little information in most Atari games and 84x84 gray is 19 times smaller
-    than the raw RGB frame. An RGB frame ``(210, 160, 3)`` is converted with
+    Colour carries little information in most Atari games and 84x84 gray is about 14 times
+    smaller than the raw RGB frame (210 * 160 * 3 / (84 * 84) = 14.3). An RGB frame ``(210, 160, 3)`` is converted with
     Gray = 0.299 R + 0.587 G + 0.114 B (``cv2.COLOR_RGB2GRAY``); a frame that is already gray
     ``(210, 160)`` (the emulator's own conversion, ``obs_type="grayscale"``, which
     :func:`~course_lib.atari_env.make_atari_env` uses: it is faster and is what ale-py's vector

@@ -24,6 +24,14 @@ Alignment: ``rewards[t]`` and ``resets[t]`` are the outcome of ``actions[t]`` ta
 ``observations[t]``. When ``resets[t][i]`` is True, env i was auto-reset in the same step, so
 ``observations[t + 1][i]`` (or ``latest_observation[i]``) is the first obs of a *new* episode:
 do not bootstrap through it (that is what the ``(1 - reset_t)`` factor in the value targets is for).
+
+Truncation is treated as termination: ``resets[t]`` is ``terminated | truncated``, so a game cut
+by the time limit (108,000 emulator frames, 30 minutes of play) gets no bootstrap either, as if
+its last state were worth 0. Strictly, a cut game should bootstrap from the value of its last
+observation, which the batch keeps for exactly this case (``infos["final_obs"][i]``, mask
+``infos["_final_obs"]``); the course drops the distinction because A2C agents rarely play a
+game that long, and the runner does not pass ``final_obs`` on. Add it, with ``truncated`` as its
+own key, if your agent survives 27,000 agent steps.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from solutions.train import METRIC_COLUMNS, main
 
 
 def test_config_defaults_are_the_course_hyperparameters():
-    """Do the defaults match design.md section 7?"""
+    """Do the defaults match docs/design.md, section 7?"""
     c = A2CConfig()
     assert (c.nenvs, c.nsteps, c.gamma, c.lr) == (8, 5, 0.99, 7e-4)
     assert (c.rmsprop_alpha, c.rmsprop_eps) == (0.99, 1e-5)

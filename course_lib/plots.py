@@ -136,8 +136,7 @@ class TrainingDashboard:
 
         Example: ``dashboard.log(runner.step_var, **a2c.step(trajectory))``.
         """
-        if isinstance(step, bool) or not isinstance(step, int | np.integer):
-            raise TypeError(f"`step` must be an int (agent steps), got {step!r}.")
+        check_int("step", step, 0, fix="log at runner.step_var, the agent steps so far")
         for name, value in scalars.items():
             try:
                 value = float(value)

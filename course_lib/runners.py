@@ -152,22 +152,14 @@ class EnvRunner:
                 )
         if step_var is None:
             step_var = 0
-        if isinstance(step_var, bool) or not (
-            isinstance(step_var, int | np.integer)
-            or isinstance(getattr(step_var, "value", None), int)
-        ):
-            raise TypeError(
-                f"`step_var` must be None, an int or a StepCounter (an object with an int "
-                f"`.value`), got {step_var!r}."
-            )
+        if not hasattr(step_var, "value"):  # a shared counter is used as given
+            step_var = check_int("step_var", step_var, 0, fix="or a StepCounter to share")
         self.env = env
         self.policy = policy
         self.nsteps = int(nsteps)
         self.num_envs = int(nenvs)
         self.transforms = transforms
-        self._counter = (
-            StepCounter(int(step_var)) if isinstance(step_var, int | np.integer) else step_var
-        )
+        self._counter = StepCounter(step_var) if isinstance(step_var, int) else step_var
         self.episode_stats = EpisodeStats()
         self._latest_observation: np.ndarray | None = None
 

@@ -34,7 +34,7 @@ from course_lib.validation import check_int  # noqa: E402
 
 from .reference import Policy  # noqa: E402
 
-__all__ = ["evaluate", "evaluate_scores", "main"]
+__all__ = ["described_evaluation", "evaluate", "evaluate_scores", "main"]
 
 #: 108,000 emulator frames (30 minutes of play) = 27,000 agent steps: the usual Atari cap.
 MAX_STEPS_PER_GAME = 27_000
@@ -122,6 +122,22 @@ def evaluate(
 ) -> float:
     """Average raw score over ``games`` full games (see :func:`evaluate_scores` for the options)."""
     return float(np.mean(evaluate_scores(agent, env_id, games=games, seed=seed, **kwargs)))
+
+
+def described_evaluation(agent: Any, env_id: str, games: int, seed: int) -> dict[str, Any]:
+    """The evaluation at the end of a training run, with what it measured (for summary.json
+    and the end-of-run message): mean and std of the raw scores of ``games`` full games played
+    with actions sampled from the policy, as in training (not greedy)."""
+    scores = evaluate_scores(agent, env_id, games=games, seed=seed, greedy=False)
+    return {
+        "score": float(np.mean(scores)),
+        "std": float(np.std(scores)),
+        "games": games,
+        "actions": "sampled from the policy (not greedy), as in training",
+        "game": env_id,
+        "env_seed": seed,
+        "policy": "final weights",
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> float:

@@ -321,7 +321,11 @@ def train(
     model.eval()
     try:
         if eval_games > 0:
-            result.eval_score, result.evaluation = _evaluate(policy, config, eval_games)
+            from .evaluate import described_evaluation
+
+            seed = config.seed + 1_000_000  # games the training never played
+            result.evaluation = described_evaluation(policy, config.env_id, eval_games, seed)
+            result.eval_score = result.evaluation["score"]
             summary["eval"] = result.evaluation
             _write_summary(out_dir, summary)
         if video_frames > 0:
@@ -340,24 +344,6 @@ def train(
 def _write_summary(out_dir: Path, summary: dict[str, Any]) -> None:
     text = json.dumps(summary, indent=2).replace("NaN", "null")
     (out_dir / "summary.json").write_text(text)
-
-
-def _evaluate(policy: Policy, config: A2CConfig, games: int) -> tuple[float, dict[str, Any]]:
-    """Mean raw score of ``games`` full games with sampled actions, and what it measured."""
-    from .evaluate import evaluate_scores
-
-    seed = config.seed + 1_000_000  # games the training never played
-    scores = evaluate_scores(policy, config.env_id, games=games, seed=seed, greedy=False)
-    described = {
-        "score": float(np.mean(scores)),
-        "std": float(np.std(scores)),
-        "games": games,
-        "actions": "sampled from the policy (not greedy), as in training",
-        "game": config.env_id,
-        "env_seed": seed,
-        "policy": "final weights",
-    }
-    return described["score"], described
 
 
 def describe_scores(result: TrainResult) -> str:

@@ -125,7 +125,7 @@ def test_dashboard_rejects_bad_input(tmp_path):
     dashboard = TrainingDashboard()
     with pytest.raises(TypeError, match="loss"):
         dashboard.log(10, loss=torch.zeros(3))
-    with pytest.raises(TypeError, match="step"):
+    with pytest.raises(ValueError, match="`step` must be an int >= 0, got 1.5"):
         dashboard.log(1.5, loss=1.0)
     with pytest.raises(ValueError, match="same length"):
         dashboard.add_games(scores=[1, 2], steps=[1])

@@ -252,8 +252,10 @@ def test_bad_arguments_give_clear_errors():
         EnvRunner(CounterBatch(), object(), nsteps=5)
     with pytest.raises(TypeError, match=r"transforms\[0\]"):
         EnvRunner(CounterBatch(), FakePolicy(), nsteps=5, transforms=[1])
-    with pytest.raises(TypeError, match="step_var"):
+    with pytest.raises(ValueError, match=r"`step_var` must be an int >= 0, got '0'"):
         EnvRunner(CounterBatch(), FakePolicy(), nsteps=5, step_var="0")
+    with pytest.raises(ValueError, match="step_var"):
+        EnvRunner(CounterBatch(), FakePolicy(), nsteps=5, step_var=True)
 
 
 def test_rolling_mean_numbers():

@@ -305,7 +305,8 @@ def train(
         checkpoint=ckpt_path,
         video=None,
         games=len(runner.episode_stats),
-        stopped_by=stop.signal_name,
+        # A signal that comes after the last update stops nothing: the run is complete.
+        stopped_by=stop.signal_name if update < config.num_updates else None,
     )
     if result.stopped_by:
         return result
@@ -318,6 +319,10 @@ def train(
         "steps_per_s_this_session": result.steps_per_s,
     }
     _write_summary(out_dir, summary)  # the run is complete even if the evaluation is cut short
+    if stop.requested:  # the signal came during the last update: stop before the evaluation
+        print(f"{stop.signal_name}: training was complete; evaluation and video skipped.",
+              file=sys.stderr)  # fmt: skip
+        return result
     model.eval()
     try:
         if eval_games > 0:

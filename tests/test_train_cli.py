@@ -415,6 +415,20 @@ def test_a_signal_saves_a_checkpoint_at_the_current_update_and_prints_the_resume
     assert int(resumed["optimizer"]["state"][0]["step"]) == 20  # 11 + 9 updates, none repeated
 
 
+def test_a_signal_during_the_last_update_keeps_the_finished_run_and_skips_the_evaluation(
+    tmp_path, capsys, fake_atari
+):
+    """Ctrl-C during the last of 12 updates: is the run complete (summary, checkpoint at 120,
+    exit 0) rather than "stopped", with the evaluation skipped instead of started?"""
+    out = tmp_path / "run"
+    fake_atari({120: signal.SIGINT})
+    assert run_cli(out, "--steps", "120", "--eval-games", "1") == 0
+    assert "evaluation and video skipped" in capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 120 and summary["eval"] is None
+    assert load_checkpoint(out / "checkpoint.pt")["update"] == 12
+
+
 def test_a_folder_with_an_unfinished_run_is_refused_without_resume(tmp_path, capsys, fake_atari):
     """After a stop at step 60, does a new run in the same folder fail, leaving every file
     as it was, and say how to resume?"""

@@ -10,7 +10,9 @@ for several environments, a batch backend:
 * ``"sequential"``: :class:`~course_lib.python_batches.EnvBatch`, all envs in this process.
 
 All three return the same observations, rewards, flags and statistics; they differ in speed
-and in how easy they are to read and debug.
+and in how easy they are to debug (``"sequential"`` runs every env in this process, where a
+breakpoint works). Naming: the keyword is ``nenvs`` (the course's), the batch's attribute is
+``num_envs`` (gymnasium's).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from course_lib.runtime import flush_denormals  # noqa: E402
 from solutions.checkpoint import load_checkpoint  # noqa: E402
 from solutions.config import A2CConfig  # noqa: E402
+from solutions.run_folder import BudgetReached  # noqa: E402
 from solutions.train import CHECKPOINT_NAME, train  # noqa: E402
 
 #: (env_id, agent steps) -> minimum average raw score of the last 100 games.
@@ -87,15 +88,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
 
     start = time.perf_counter()
-    result = train(
-        config,
-        out,
-        resume=args.resume,
-        eval_games=args.eval_games,
-        video_frames=0,
-        progress=not args.no_progress,
-    )
+    try:
+        result = train(
+            config,
+            out,
+            resume=args.resume,
+            eval_games=args.eval_games,
+            video_frames=0,
+            progress=not args.no_progress,
+        )
+    except BudgetReached as reached:
+        print(f"{out}: {reached}")
+        return 0
     minutes = (time.perf_counter() - start) / 60
+    if result.stopped_by:
+        print(f"stopped by {result.stopped_by} at {result.steps:,} steps; continue with --resume")
+        return 1
     score = result.mean_raw_score_100
     target = target_for(config.env_id, result.steps)
     report = {

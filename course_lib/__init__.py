@@ -1,10 +1,29 @@
 """course_lib: the ready-made parts of the A2C course kit.
 
-Students import from here: Atari environments with the Nature-DQN preprocessing
-(:func:`nature_dqn_env`), env batches, the trajectory runner, finished-game statistics,
-training plots, videos and the visible self-checks (``course_lib.checks``).
+Students import from here: ``from course_lib import nature_dqn_env, EnvRunner, ...``.
 The package imports nothing from ``solutions`` or ``autograder``, and keeps torch, matplotlib
 and imageio out of its import (env worker processes import it and must start fast).
+
+Map: which module to read for what (the design behind it: docs/design.md)::
+
+    read to learn the course material
+      atari_wrappers.py   the Nature-DQN preprocessing, one wrapper per idea, in stacking order
+      atari_env.py        one preprocessed env: the wrappers stacked on an emulator
+      nature_dqn.py       nature_dqn_env(env_id, nenvs=N): the one way to make envs; backends
+      runners.py          EnvRunner: plays T steps in N envs, returns the trajectory (its contract)
+      episode_stats.py    raw scores of finished full games, mean of the last 100
+    tools a notebook uses
+      plots.py            TrainingDashboard: live plots of scores and training scalars
+      video.py            record_video, show_batch: watch an agent, look at observations
+      runtime.py          quick_mode, resolve_device, seed_everything, flush_denormals
+      checks/             the visible self-checks of each graded part
+    engineering behind nature_dqn_env (read the contract in nature_dqn.py, not the code)
+      native_batch.py     the "native" backend: ale-py's C++ vector env, course semantics
+      python_batches.py   the "sequential" (EnvBatch) and "subprocess" (ParallelEnvBatch) backends
+      _batch_common.py    what both Python batches share: autoreset, argument checks, infos
+      _worker.py          the loop inside each ParallelEnvBatch worker process
+      atari_ids.py        which env ids are valid, and what to use instead
+      validation.py       check_int, check_number: one message format for bad arguments
 """
 
 import os as _os
@@ -14,10 +33,10 @@ import os as _os
 # (benchmarks/train_throughput.py). Takes effect only when set before torch is imported.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from .env_batch import EnvBatch, EnvWorkerError, ParallelEnvBatch  # noqa: E402
-from .envs import BACKENDS, DEFAULT_BACKEND, nature_dqn_env  # noqa: E402
 from .episode_stats import EpisodeStats, rolling_mean  # noqa: E402
+from .nature_dqn import BACKENDS, DEFAULT_BACKEND, nature_dqn_env  # noqa: E402
 from .plots import TrainingDashboard, plot_metrics_file  # noqa: E402
+from .python_batches import EnvBatch, EnvWorkerError, ParallelEnvBatch  # noqa: E402
 from .runners import EnvRunner, StepCounter  # noqa: E402
 from .video import record_video, show_batch, show_video, tile_observations  # noqa: E402
 

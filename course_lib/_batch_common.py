@@ -1,7 +1,7 @@
 """What every env batch shares: argument checks, same-step autoreset, and merging per-env infos.
 
-:class:`~course_lib.env_batch.EnvBatch` (one process) and
-:class:`~course_lib.env_batch.ParallelEnvBatch` (one process per env) differ only in *where*
+:class:`~course_lib.python_batches.EnvBatch` (one process) and
+:class:`~course_lib.python_batches.ParallelEnvBatch` (one process per env) differ only in *where*
 each env runs. Everything else lives here, so the two cannot drift apart:
 
 * :func:`step_with_autoreset` steps ONE env and, if its episode ended, resets it at once
@@ -14,7 +14,6 @@ each env runs. Everything else lives here, so the two cannot drift apart:
 from __future__ import annotations
 
 import contextlib
-import numbers
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -22,6 +21,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+
+from .validation import check_int
 
 __all__ = [
     "check_discrete_actions",
@@ -91,14 +92,7 @@ def check_env_fns(env_fns: Any) -> list[EnvFn]:
 
 def check_seed(seed: Any, name: str = "seed") -> int | None:
     """Return ``seed`` if it is ``None`` or a non-negative int, else raise ``ValueError``."""
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(
-            f"`{name}` must be None or a non-negative int, got {seed!r}. "
-            f"Env i of the batch is seeded with seed + i."
-        )
-    return int(seed)
+    return check_int(name, seed, 0, allow_none=True, fix="env i of the batch gets seed + i")
 
 
 def _normalise_episode(info: dict[str, Any]) -> dict[str, Any]:
@@ -219,11 +213,6 @@ class BatchBase(ClosingVectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._first_seed = seed
         self._needs_reset_reason: str | None = "reset() has not been called yet."
-
-    @property
-    def nenvs(self) -> int:
-        """The number of envs, ``N`` (alias of ``num_envs``, the name the course uses)."""
-        return self.num_envs
 
     # ------------------------------------------------------------------ public API
     def reset(

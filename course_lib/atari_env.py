@@ -33,8 +33,8 @@ from .atari_wrappers import (
     NoopReset,
     RecordGameStatistics,
     ResetReturn,
-    _check_int,
 )
+from .validation import check_int
 
 __all__ = ["SeedFirstReset", "make_atari_env", "wrap_atari"]
 
@@ -51,10 +51,9 @@ class SeedFirstReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, seed: int):
         gym.utils.RecordConstructorArgs.__init__(self, seed=seed)
         super().__init__(env)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise ValueError(f"`seed` must be an int or None, got {seed!r}.")
-        self._pending_seed: int | None = int(seed)
-        self.action_space.seed(int(seed))
+        seed = check_int("seed", seed, 0, fix="or leave it out (None) for a random start")
+        self._pending_seed: int | None = seed
+        self.action_space.seed(seed)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -65,23 +64,11 @@ class SeedFirstReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return self.env.reset(seed=seed, options=options)
 
 
-def _check_stack_args(
-    clip_reward: bool, summaries: bool, noop_max: int, frame_skip: int, frame_stack: int
-) -> None:
-    """Check the arguments of :func:`wrap_atari` before anything is built."""
-    for name, flag in (("clip_reward", clip_reward), ("summaries", summaries)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise ValueError(f"`{name}` must be True or False, got {flag!r}.")
-    _check_int("noop_max", noop_max, 0, "use 0 to turn no-op starts off")
-    _check_int("frame_skip", frame_skip, 1, "use 4 as in the Nature DQN, 1 to turn off")
-    _check_int("frame_stack", frame_stack, 1, "use 4 as in the Nature DQN, 1 to turn off")
-
-
 def wrap_atari(
     env: gym.Env,
     *,
     clip_reward: bool = True,
-    summaries: bool = True,
+    game_stats: bool = True,
     noop_max: int = 30,
     frame_skip: int = 4,
     frame_stack: int = 4,
@@ -93,13 +80,16 @@ def wrap_atari(
     game starts with one FIRE frame, then the no-ops (as in ale-py's vector env). Arguments as
     in :func:`make_atari_env`.
     """
-    _check_stack_args(clip_reward, summaries, noop_max, frame_skip, frame_stack)
+    # Each wrapper checks its own argument; the two flags choose wrappers, so they are checked here.
+    for name, flag in (("clip_reward", clip_reward), ("game_stats", game_stats)):
+        if not isinstance(flag, bool | np.bool_):
+            raise ValueError(f"`{name}` must be True or False, got {flag!r}.")
     if "FIRE" in env.unwrapped.get_action_meanings():
         env = FireReset(env)
     env = NoopReset(env, noop_max=noop_max)
     env = MaxLastTwoFrames(env)
     env = FrameSkip(env, skip=frame_skip)
-    if summaries:
+    if game_stats:
         env = RecordGameStatistics(env)
     env = EpisodicLife(env)
     env = GrayscaleResize(env, size=84)
@@ -113,7 +103,7 @@ def make_atari_env(
     env_id: str,
     *,
     clip_reward: bool = True,
-    summaries: bool = True,
+    game_stats: bool = True,
     noop_max: int = 30,
     frame_skip: int = 4,
     frame_stack: int = 4,
@@ -128,7 +118,7 @@ def make_atari_env(
         env_id: e.g. ``"SpaceInvadersNoFrameskip-v4"``; checked by
             :func:`course_lib.atari_ids.resolve_env_id`.
         clip_reward: clip the reward to {-1.0, 0.0, 1.0} (:class:`ClipReward`).
-        summaries: report each full game in ``info["episode"]`` (:class:`RecordGameStatistics`).
+        game_stats: report each full game in ``info["episode"]`` (:class:`RecordGameStatistics`).
         noop_max: up to this many random no-op frames after a real reset; 0 turns it off.
         frame_skip: emulator frames per agent step (4 in the Nature DQN).
         frame_stack: frames per observation (4 in the Nature DQN).
@@ -139,7 +129,6 @@ def make_atari_env(
         ValueError: a bad env id (the message says which id to use) or a bad argument.
     """
     game = resolve_env_id(env_id)
-    _check_stack_args(clip_reward, summaries, noop_max, frame_skip, frame_stack)
     if render_mode not in (None, "rgb_array", "human"):
         raise ValueError(
             f"`render_mode` must be None, 'rgb_array' (frames for videos) or 'human', "
@@ -152,11 +141,15 @@ def make_atari_env(
     env = gym.make(
         game.env_id, obs_type="grayscale", render_mode=render_mode, disable_env_checker=True
     )
-    return wrap_atari(
-        env,
-        clip_reward=clip_reward,
-        summaries=summaries,
-        noop_max=noop_max,
-        frame_skip=frame_skip,
-        frame_stack=frame_stack,
-    )
+    try:
+        return wrap_atari(
+            env,
+            clip_reward=clip_reward,
+            game_stats=game_stats,
+            noop_max=noop_max,
+            frame_skip=frame_skip,
+            frame_stack=frame_stack,
+        )
+    except ValueError:
+        env.close()  # a bad argument: do not leave the emulator open
+        raise

@@ -1,5 +1,12 @@
 """The Nature-DQN Atari preprocessing, one small gymnasium wrapper per idea.
 
+Where each idea comes from: frame skip 4 with the max over the last two frames, 84x84 gray,
+a stack of 4 frames, reward clipping and a lost life as the end of a learning episode are the
+Nature DQN's (Mnih et al., 2015), and so is "no-op max 30" (its hyperparameter table: up to 30
+"do nothing" actions at the start of an episode). Pressing FIRE at the start of a game is a
+convention of OpenAI baselines' Atari wrappers (which its A2C used), not of the Nature paper;
+baselines also draws the random no-op start at every real reset, as done here.
+
 :func:`course_lib.atari_env.make_atari_env` stacks them in this order, from the emulator out::
 
     gym.make("XxxNoFrameskip-v4")   RGB (210, 160, 3), one frame per step, raw reward
@@ -41,6 +48,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from .validation import check_int
+
 __all__ = ["ClipReward", "EpisodicLife", "FireReset", "FrameSkip", "FrameStack"]
 __all__ += ["GrayscaleResize", "MaxLastTwoFrames", "NoopReset", "RecordGameStatistics"]
 
@@ -49,13 +58,6 @@ ResetReturn = tuple[Any, dict[str, Any]]
 
 #: Reset-info key: ``True`` after a real reset (new game), ``False`` after a life loss.
 NEW_GAME = "new_game"
-
-
-def _check_int(name: str, value: Any, minimum: int, fix: str) -> int:
-    """Return ``value`` if it is an int >= ``minimum``, else raise a ValueError that says the fix."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"`{name}` must be an int >= {minimum}, got {value!r}: {fix}.")
-    return int(value)
 
 
 def _lives(env: gym.Env) -> int:
@@ -71,7 +73,8 @@ class FireReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Reset: after a real reset (a new game), press FIRE once; never after a lost life.
 
     Breakout (and a few others) wait for FIRE before serving the first ball; an untrained agent
-    could spend thousands of steps before it presses it. In games that do not need it, one FIRE
+    could spend thousands of steps before it presses it. (A convention of OpenAI baselines'
+    wrappers, not of the Nature DQN.) In games that do not need it, one FIRE
     at the start is harmless. The FIRE frame's reward is dropped (it is 0 in practice) and it is
     not counted in the game's length: it happens before the game, like the no-op start.
 
@@ -114,7 +117,8 @@ class NoopReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Reset: after the real reset, play a random number (1 to ``noop_max``) of NOOP frames.
 
     Atari games are deterministic: without this, every game would start from the very same
-    frame and an agent could memorise one sequence of actions. The count is drawn from the
+    frame and an agent could memorise one sequence of actions. (The Nature DQN's "no-op max
+    30"; drawn at every real reset, as OpenAI baselines' wrappers do.) The count is drawn from the
     emulator's ``np_random``, so ``reset(seed=s)`` repeats it. ``noop_max=0`` turns it off.
     If the game ends during the no-ops (it practically never does) the env is reset again.
     """
@@ -122,7 +126,7 @@ class NoopReset(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, noop_max: int = 30):
         gym.utils.RecordConstructorArgs.__init__(self, noop_max=noop_max)
         super().__init__(env)
-        self.noop_max = _check_int("noop_max", noop_max, 0, "use 0 to turn no-op starts off")
+        self.noop_max = check_int("noop_max", noop_max, 0, fix="use 0 to turn no-op starts off")
         meanings = env.unwrapped.get_action_meanings()
         if self.noop_max > 0 and meanings[0] != "NOOP":
             raise ValueError(
@@ -185,7 +189,9 @@ class FrameSkip(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, skip: int = 4):
         gym.utils.RecordConstructorArgs.__init__(self, skip=skip)
         super().__init__(env)
-        self.skip = _check_int("frame_skip", skip, 1, "use 4 as in the Nature DQN, 1 to turn off")
+        self.skip = check_int(
+            "frame_skip", skip, 1, fix="use 4 as in the Nature DQN, 1 to turn off"
+        )
 
     def step(self, action: Any) -> StepReturn:
         total_reward = 0.0
@@ -290,8 +296,8 @@ class EpisodicLife(gym.Wrapper, gym.utils.RecordConstructorArgs):
 class GrayscaleResize(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """Obs: a frame -> gray ``uint8 (size, size)``, resized with ``cv2.INTER_AREA``.
 
-    Colour carries little information in most Atari games and 84x84 gray is 19 times smaller
-    than the raw RGB frame. An RGB frame ``(210, 160, 3)`` is converted with
+    Colour carries little information in most Atari games and 84x84 gray is about 14 times
+    smaller than the raw RGB frame (210 * 160 * 3 / (84 * 84) = 14.3). An RGB frame ``(210, 160, 3)`` is converted with
     Gray = 0.299 R + 0.587 G + 0.114 B (``cv2.COLOR_RGB2GRAY``); a frame that is already gray
     ``(210, 160)`` (the emulator's own conversion, ``obs_type="grayscale"``, which
     :func:`~course_lib.atari_env.make_atari_env` uses: it is faster and is what ale-py's vector
@@ -303,7 +309,7 @@ class GrayscaleResize(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, size: int = 84):
         gym.utils.RecordConstructorArgs.__init__(self, size=size)
         super().__init__(env)
-        self.size = _check_int("size", size, 1, "use 84 as in the Nature DQN")
+        self.size = check_int("size", size, 1, fix="use 84 as in the Nature DQN")
         space = env.observation_space
         shape = getattr(space, "shape", None) or ()
         self._rgb = len(shape) == 3 and shape[2] == 3
@@ -338,7 +344,7 @@ class FrameStack(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env, n: int = 4):
         gym.utils.RecordConstructorArgs.__init__(self, n=n)
         super().__init__(env)
-        self.n = _check_int("frame_stack", n, 1, "use 4 as in the Nature DQN, 1 to turn off")
+        self.n = check_int("frame_stack", n, 1, fix="use 4 as in the Nature DQN, 1 to turn off")
         space = env.observation_space
         if not isinstance(space, spaces.Box):
             raise ValueError(f"FrameStack needs a Box observation space, got {space}.")
@@ -377,16 +383,3 @@ class ClipReward(gym.RewardWrapper, gym.utils.RecordConstructorArgs):
 
     def reward(self, reward: SupportsFloat) -> float:
         return float(np.sign(float(reward)))
-
-
-# Moved to course_lib.atari_env (which imports this module), still importable from here for
-# older notebooks; looked up on first use (PEP 562), so no import order makes a cycle.
-_MOVED_TO_ATARI_ENV = ("SeedFirstReset", "make_atari_env", "wrap_atari")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_ATARI_ENV:
-        from . import atari_env
-
-        return getattr(atari_env, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from .validation import check_int
+
 __all__ = ["EpisodeStats", "rolling_mean"]
 
 
@@ -35,8 +37,7 @@ def rolling_mean(values: Any, window: int) -> np.ndarray:
     >>> rolling_mean([1, 2, 3, 4], window=2).tolist()
     [1.0, 1.5, 2.5, 3.5]
     """
-    if isinstance(window, bool) or not isinstance(window, int | np.integer) or window < 1:
-        raise ValueError(f"`window` must be a positive int, got {window!r}; try window=100.")
+    window = check_int("window", window, 1, fix="try window=100")
     x = np.asarray(values, dtype=np.float64).ravel()
     if x.size == 0:
         return x
@@ -128,8 +129,7 @@ class EpisodeStats:
 
     def mean_recent(self, k: int = 100, what: str = "scores") -> float:
         """Mean of the last ``k`` games' ``what`` (``"scores"`` or ``"lengths"``); NaN before any game."""
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"`k` must be a positive int, got {k!r}; try k=100.")
+        k = check_int("k", k, 1, fix="try k=100")
         if what not in ("scores", "lengths"):
             raise ValueError(f"`what` must be 'scores' or 'lengths', got {what!r}.")
         values = self._scores if what == "scores" else self._lengths

@@ -56,6 +56,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from ._batch_common import ClosingVectorEnv, check_discrete_actions, check_seed
+from .validation import check_int
 
 __all__ = ["NativeAtariBatch"]
 
@@ -80,7 +81,7 @@ def _rom_name(env_id: str) -> str:
 class NativeAtariBatch(ClosingVectorEnv):
     """``nenvs`` Atari games stepped on C++ threads, with the course's Nature-DQN semantics.
 
-    Vector API (gymnasium 1.x), same as :class:`~course_lib.env_batch.EnvBatch`:
+    Vector API (gymnasium 1.x), same as :class:`~course_lib.python_batches.EnvBatch`:
 
     * ``reset(seed=None) -> (obs, infos)``; ``obs`` is ``uint8 (N, 4, 84, 84)``, the 4 last
       frames, oldest first. ``seed=k`` seeds env ``i`` with ``k + i``; ``seed=None`` uses the
@@ -100,7 +101,7 @@ class NativeAtariBatch(ClosingVectorEnv):
     * ``infos["episode"]`` (mask ``infos["_episode"]``), only at a **game end**:
       ``"r"`` raw score of the whole game over all its lives (``float64``), ``"l"`` its length
       in agent steps (``int64``), ``"t"`` its wall-clock duration in seconds. Left out when
-      ``summaries=False``.
+      ``game_stats=False``.
     * ``infos["lives"]``, ``infos["episode_frame_number"]``, ``infos["frame_number"]``
       (``int32 (N,)``, masks ``"_lives"``...), read after the autoreset.
 
@@ -111,7 +112,7 @@ class NativeAtariBatch(ClosingVectorEnv):
         seed: seed of the first reset (env ``i`` gets ``seed + i``); ``None``: random.
         clip_reward: return ``sign(raw reward)`` as the reward (the score stays raw in
             ``infos["episode"]``).
-        summaries: report finished games in ``infos["episode"]``.
+        game_stats: report finished games in ``infos["episode"]``.
         noop_max: at most this many no-op frames at the start of a game.
         max_episode_frames: emulator frames after which a game is truncated (108000 = 30 min).
         num_threads: C++ worker threads; 0 = ``min(nenvs, CPU cores)``.
@@ -125,7 +126,7 @@ class NativeAtariBatch(ClosingVectorEnv):
         nenvs: int,
         seed: int | None = None,
         clip_reward: bool = True,
-        summaries: bool = True,
+        game_stats: bool = True,
         *,
         noop_max: int = 30,
         max_episode_frames: int = 108_000,
@@ -133,19 +134,14 @@ class NativeAtariBatch(ClosingVectorEnv):
     ) -> None:
         from ale_py.vector_env import AtariVectorEnv
 
-        if isinstance(nenvs, bool) or not isinstance(nenvs, int | np.integer) or nenvs < 1:
-            raise ValueError(f"`nenvs` must be a positive int, got {nenvs!r}; try nenvs=8.")
-        for name, value, low in (
-            ("noop_max", noop_max, 0),
-            ("max_episode_frames", max_episode_frames, 1),
-            ("num_threads", num_threads, 0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-                raise ValueError(f"`{name}` must be an int >= {low}, got {value!r}.")
+        nenvs = check_int("nenvs", nenvs, 1, fix="try nenvs=8")
+        check_int("noop_max", noop_max, 0, fix="use 0 to turn no-op starts off")
+        check_int("max_episode_frames", max_episode_frames, 1)
+        check_int("num_threads", num_threads, 0, fix="0 lets ale-py choose")
         self._seed = self._check_seed(seed, int(nenvs))
         self.env_id = env_id
         self.clip_reward = bool(clip_reward)
-        self.summaries = bool(summaries)
+        self.game_stats = bool(game_stats)
         self._env = AtariVectorEnv(
             _rom_name(env_id),
             int(nenvs),
@@ -179,11 +175,6 @@ class NativeAtariBatch(ClosingVectorEnv):
         self._returns = np.zeros(n, dtype=np.float64)
         self._lengths = np.zeros(n, dtype=np.int64)
         self._start_times = np.zeros(n, dtype=np.float64)
-
-    @property
-    def nenvs(self) -> int:
-        """Number of envs, the same as :attr:`num_envs`."""
-        return self.num_envs
 
     # -- validation --------------------------------------------------------------------------
     @staticmethod
@@ -258,7 +249,7 @@ class NativeAtariBatch(ClosingVectorEnv):
             infos["final_obs"], infos["_final_obs"] = final_obs, done.copy()
         if game_end.any():
             now = time.perf_counter()
-            if self.summaries:
+            if self.game_stats:
                 # Same layout as the Python batches (gymnasium's `_add_info`): a mask per field.
                 infos["episode"] = {
                     "r": np.where(game_end, self._returns, 0.0),
@@ -294,5 +285,5 @@ class NativeAtariBatch(ClosingVectorEnv):
     def __repr__(self) -> str:
         return (
             f"NativeAtariBatch({self.env_id!r}, nenvs={self.num_envs}, "
-            f"clip_reward={self.clip_reward}, summaries={self.summaries})"
+            f"clip_reward={self.clip_reward}, game_stats={self.game_stats})"
         )

@@ -40,11 +40,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .episode_stats import EpisodeStats, rolling_mean
+from .validation import check_int
 
 if TYPE_CHECKING:  # matplotlib is imported on first drawing: `import course_lib` stays fast
     from matplotlib.figure import Figure
 
-__all__ = ["TrainingDashboard", "plot_metrics_file", "rolling_mean"]
+__all__ = ["TrainingDashboard", "UNSMOOTHED", "plot_metrics_file", "rolling_mean"]
+
+#: Series drawn as logged, without a smoothed curve: schedules, which are not noisy.
+UNSMOOTHED = frozenset({"lr"})
+#: Lower edge of a panel's y axis when the series goes below it: explained variance is at most
+#: 1 and starts far below 0 (an untrained critic), which would squash the rest of the curve.
+FLOOR = {"explained_variance": -1.0}
 
 
 def _in_notebook() -> bool:
@@ -67,7 +74,9 @@ class TrainingDashboard:
     """Collects training scalars and finished games, and draws them as a grid of panels.
 
     Panel 1 shows the raw game scores; every series logged with :meth:`log` gets its own panel
-    with the raw values (thin) and their rolling mean (thick).
+    with the logged values (thin grey, "logged") and their rolling mean (thick green,
+    "mean of last k logged"); its title gives the last logged value and the smoothed one.
+    A schedule (:data:`UNSMOOTHED`, the learning rate) is drawn as logged, with its current value.
 
     Args:
         episode_stats: where finished games come from: an
@@ -75,7 +84,8 @@ class TrainingDashboard:
             object with an ``episode_stats`` attribute (a runner), or ``None`` to feed games by
             hand with :meth:`add_games`.
         game_window: games in the smoothed score curve (the course reports the last 100).
-        scalar_window: logged points in each scalar's smoothed curve.
+        scalar_window: the most logged points in a scalar's smoothed curve; fewer while fewer
+            than ``5 * scalar_window`` points are logged (see :meth:`smoothing_window`).
         min_interval: seconds between two redraws by :meth:`update` (drawing takes ~0.2 s,
             so redrawing at every update would slow training down).
         ncols: panels per row.
@@ -105,8 +115,7 @@ class TrainingDashboard:
             )
         for name, value in (("game_window", game_window), ("scalar_window", scalar_window),
                             ("ncols", ncols), ("max_points", max_points)):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
+            check_int(name, value, 1)
         if not min_interval >= 0:
             raise ValueError(f"`min_interval` must be >= 0 seconds, got {min_interval!r}.")
         self.games = episode_stats if episode_stats is not None else EpisodeStats()
@@ -127,8 +136,7 @@ class TrainingDashboard:
 
         Example: ``dashboard.log(runner.step_var, **a2c.step(trajectory))``.
         """
-        if isinstance(step, bool) or not isinstance(step, int | np.integer):
-            raise TypeError(f"`step` must be an int (agent steps), got {step!r}.")
+        check_int("step", step, 0, fix="log at runner.step_var, the agent steps so far")
         for name, value in scalars.items():
             try:
                 value = float(value)
@@ -156,12 +164,20 @@ class TrainingDashboard:
             self.games.add(score, int(length), int(step))
 
     # -- numbers behind the curves ---------------------------------------------------------
+    def smoothing_window(self, n_points: int) -> int:
+        """Points averaged by a scalar's smoothed curve: a fifth of the ``n_points`` logged,
+        at least 1 and at most ``scalar_window``, so that a short run's curve is not simply
+        the running mean of everything logged so far."""
+        return max(1, min(self.scalar_window, n_points // 5))
+
     def smoothed(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(steps, rolling mean over scalar_window points)`` of the logged series ``name``."""
+        """``(steps, rolling mean)`` of the logged series ``name``, over
+        :meth:`smoothing_window` points (the logged values themselves for :data:`UNSMOOTHED`)."""
         if name not in self.series:
             raise KeyError(f"No series {name!r} logged; logged: {sorted(self.series)}.")
         steps, values = self.series[name]
-        return np.asarray(steps), rolling_mean(values, self.scalar_window)
+        window = 1 if name in UNSMOOTHED else self.smoothing_window(len(values))
+        return np.asarray(steps), rolling_mean(values, window)
 
     def smoothed_scores(self) -> tuple[np.ndarray, np.ndarray]:
         """``(end steps, mean of the last game_window games)`` for every finished game."""
@@ -207,8 +223,9 @@ class TrainingDashboard:
             return
         keep = _strided(scores.size, self.max_points)
         ax.scatter(steps[keep], scores[keep], s=5, alpha=0.35, color="tab:blue", label="one game")
+        shown = min(self.game_window, scores.size)
         ax.plot(steps, mean, color="tab:red", lw=2,
-                label=f"mean of last {self.game_window}: {mean[-1]:.1f}")  # fmt: skip
+                label=f"mean of last {shown} games: {mean[-1]:.1f}")  # fmt: skip
         ax.legend(loc="upper left", fontsize="small")
         ax.grid(alpha=0.3)
 
@@ -216,11 +233,22 @@ class TrainingDashboard:
         steps, mean = self.smoothed(name)
         values = np.asarray(self.series[name][1])
         keep = _strided(values.size, self.max_points)
-        ax.plot(steps[keep], values[keep], lw=0.7, alpha=0.35, color="tab:gray")
-        ax.plot(steps, mean, lw=1.8, color="tab:green")
-        ax.set_title(f"{name} (smoothed: {mean[-1]:.4g})")
         ax.set_xlabel("agent steps")
         ax.grid(alpha=0.3)
+        if name in UNSMOOTHED:  # a schedule, not a noisy measurement: one line, its last value
+            ax.plot(steps[keep], values[keep], lw=1.5, color="tab:purple", label="scheduled")
+            ax.set_title(f"{name}: {values[-1]:.3g} now")
+            ax.legend(loc="best", fontsize="small")
+            return
+        window = self.smoothing_window(values.size)
+        ax.plot(steps[keep], values[keep], lw=0.7, alpha=0.5, color="tab:gray", label="logged")
+        ax.plot(steps, mean, lw=1.8, color="tab:green", label=f"mean of last {window} logged")
+        ax.set_title(f"{name}\nlast {values[-1]:.3g}, smoothed {mean[-1]:.3g}", fontsize="medium")
+        low = FLOOR.get(name)
+        if low is not None and values.min() < low:  # one early outlier would flatten the curve
+            ax.set_ylim(bottom=low, top=max(values.max(), low + 1e-3) + 0.05)
+            ax.plot([], [], " ", label=f"values below {low:g} off the chart")
+        ax.legend(loc="best", fontsize="small")
 
     def to_png(self, dpi: int = 80) -> bytes:
         """The figure as PNG bytes."""

@@ -24,6 +24,14 @@ Alignment: ``rewards[t]`` and ``resets[t]`` are the outcome of ``actions[t]`` ta
 ``observations[t]``. When ``resets[t][i]`` is True, env i was auto-reset in the same step, so
 ``observations[t + 1][i]`` (or ``latest_observation[i]``) is the first obs of a *new* episode:
 do not bootstrap through it (that is what the ``(1 - reset_t)`` factor in the value targets is for).
+
+Truncation is treated as termination: ``resets[t]`` is ``terminated | truncated``, so a game cut
+by the time limit (108,000 emulator frames, 30 minutes of play) gets no bootstrap either, as if
+its last state were worth 0. Strictly, a cut game should bootstrap from the value of its last
+observation, which the batch keeps for exactly this case (``infos["final_obs"][i]``, mask
+``infos["_final_obs"]``); the course drops the distinction because A2C agents rarely play a
+game that long, and the runner does not pass ``final_obs`` on. Add it, with ``truncated`` as its
+own key, if your agent survives 27,000 agent steps.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from .episode_stats import EpisodeStats
+from .validation import check_int
 
 __all__ = ["EnvRunner", "StepCounter"]
 
@@ -103,7 +112,7 @@ class EnvRunner:
             :meth:`get_next`); assignable, e.g. ``runner.step_var = 0``.
         episode_stats: an :class:`~course_lib.episode_stats.EpisodeStats` with every full game
             finished so far: raw score, length, and the agent step at which it ended.
-        nenvs: N, the number of envs.
+        num_envs: N, the number of envs (the batch's ``num_envs``).
 
     Example::
 
@@ -133,8 +142,7 @@ class EnvRunner:
                 "without one. Wrap your model in a Policy class whose act returns "
                 "{'actions': ..., 'logits': ..., 'log_probs': ..., 'values': ...}."
             )
-        if isinstance(nsteps, bool) or not isinstance(nsteps, int | np.integer) or nsteps < 1:
-            raise ValueError(f"`nsteps` must be a positive int, got {nsteps!r}; try nsteps=5.")
+        check_int("nsteps", nsteps, 1, fix="try nsteps=5")
         transforms = list(transforms) if transforms is not None else []
         for i, transform in enumerate(transforms):
             if not callable(transform):
@@ -144,22 +152,14 @@ class EnvRunner:
                 )
         if step_var is None:
             step_var = 0
-        if isinstance(step_var, bool) or not (
-            isinstance(step_var, int | np.integer)
-            or isinstance(getattr(step_var, "value", None), int)
-        ):
-            raise TypeError(
-                f"`step_var` must be None, an int or a StepCounter (an object with an int "
-                f"`.value`), got {step_var!r}."
-            )
+        if not hasattr(step_var, "value"):  # a shared counter is used as given
+            step_var = check_int("step_var", step_var, 0, fix="or a StepCounter to share")
         self.env = env
         self.policy = policy
         self.nsteps = int(nsteps)
-        self.nenvs = int(nenvs)
+        self.num_envs = int(nenvs)
         self.transforms = transforms
-        self._counter = (
-            StepCounter(int(step_var)) if isinstance(step_var, int | np.integer) else step_var
-        )
+        self._counter = StepCounter(step_var) if isinstance(step_var, int) else step_var
         self.episode_stats = EpisodeStats()
         self._latest_observation: np.ndarray | None = None
 
@@ -172,11 +172,6 @@ class EnvRunner:
     @step_var.setter
     def step_var(self, value: int) -> None:
         self._counter.value = int(value)
-
-    @property
-    def step_counter(self) -> Any:
-        """The object that holds the count (the :class:`StepCounter` passed in, if any)."""
-        return self._counter
 
     @property
     def latest_observation(self) -> np.ndarray | None:
@@ -195,7 +190,7 @@ class EnvRunner:
         if self._latest_observation is None:
             self.reset()
         obs = self._latest_observation
-        nenvs, counter = self.nenvs, self._counter
+        nenvs, counter = self.num_envs, self._counter
         trajectory: Trajectory = {}
         observations: list[np.ndarray] = []
         rewards: list[np.ndarray] = []
@@ -249,6 +244,6 @@ class EnvRunner:
 
     def __repr__(self) -> str:
         return (
-            f"EnvRunner(nenvs={self.nenvs}, nsteps={self.nsteps}, step_var={self.step_var}, "
+            f"EnvRunner(num_envs={self.num_envs}, nsteps={self.nsteps}, step_var={self.step_var}, "
             f"games={len(self.episode_stats)}, transforms={len(self.transforms)})"
         )

@@ -19,7 +19,15 @@ import random
 import numpy as np
 import torch
 
-__all__ = ["flush_denormals", "quick_mode", "resolve_device", "seed_everything", "set_torch_threads"]
+from .validation import check_int
+
+__all__ = [
+    "flush_denormals",
+    "quick_mode",
+    "resolve_device",
+    "seed_everything",
+    "set_torch_threads",
+]
 
 _QUICK_VAR = "A2C_KIT_QUICK"
 _NBGRADER_VAR = "NBGRADER_EXECUTION"
@@ -102,8 +110,7 @@ def set_torch_threads(num_threads: int | None = None) -> int:
             num_threads = len(os.sched_getaffinity(0))
         except AttributeError:  # macOS and Windows
             num_threads = os.cpu_count() or 1
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}.")
+    num_threads = check_int("num_threads", num_threads, 1, fix="or None for every core")
     torch.set_num_threads(num_threads)
     return torch.get_num_threads()
 
@@ -130,8 +137,7 @@ def flush_denormals() -> bool:
 
 def seed_everything(seed: int) -> None:
     """Seed Python's ``random``, numpy's global RNG and torch (CPU and CUDA)."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}.")
+    seed = check_int("seed", seed, 0)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from .validation import check_int
+
 __all__ = [
     "VideoResult",
     "record_video",
@@ -188,8 +190,7 @@ def record_video(
     A life loss ends an episode for learning (``terminated``) but not the game: the env is
     reset (which only continues the game under the EpisodicLife wrapper) until the game is over.
     """
-    if isinstance(max_frames, bool) or not isinstance(max_frames, int) or max_frames < 2:
-        raise ValueError(f"`max_frames` must be an int >= 2, got {max_frames!r}.")
+    check_int("max_frames", max_frames, 2)
     if frames not in ("auto", "render", "obs"):
         raise ValueError(f"`frames` must be 'auto', 'render' or 'obs', got {frames!r}.")
     owns_env = isinstance(env, str)
@@ -222,7 +223,7 @@ def record_video(
             steps += 1
             score += float(reward)
             images.append(frame(obs))
-            if "episode" in info:  # the summaries wrapper reports the full game's raw score
+            if "episode" in info:  # RecordGameStatistics reports the full game's raw score
                 score, finished = float(np.asarray(info["episode"]["r"]).reshape(-1)[0]), True
                 break
             if truncated or (terminated and info.get("lives", 0) == 0):
@@ -266,8 +267,7 @@ def tile_observations(
         tiles, rows, cols = obs.reshape(n * c, h, w), n, c
     else:
         cols = ncols if ncols is not None else math.ceil(math.sqrt(n))
-        if isinstance(cols, bool) or not isinstance(cols, int) or cols < 1:
-            raise ValueError(f"`ncols` must be a positive int, got {ncols!r}.")
+        cols = check_int("ncols", cols, 1)
         tiles, rows = obs[:, -1], math.ceil(n / cols)
     if obs.dtype != np.uint8:  # floats in [0, 1] or [0, 255]
         scale = 255.0 if obs.max(initial=0) <= 1.0 else 1.0

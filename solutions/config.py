@@ -1,6 +1,6 @@
 """The training configuration of the reference A2C: one dataclass, one docstring per field.
 
-Defaults are the course's hyperparameters (design.md section 7). Values that follow from the
+Defaults are the course's hyperparameters (docs/design.md, section 7). Values that follow from the
 fields (batch size, number of updates, the learning rate at a given update) are computed here
 and nowhere else, so the CLI, the benchmarks and the notebook agree. The command-line form of
 the configuration (options, and what a resumed run may change) lives here too.
@@ -13,6 +13,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
+
+from course_lib.validation import check_int
 
 __all__ = [
     "A2CConfig",
@@ -54,10 +56,15 @@ class A2CConfig:
     """RMSprop smoothing constant of the squared-gradient average."""
 
     rmsprop_eps: float = 1e-5
-    """RMSprop epsilon added to the denominator (1e-5 as in the original A2C, not torch's 1e-8)."""
+    """RMSprop epsilon (torch's default is 1e-8). torch adds it *outside* the square root,
+    ``g / (sqrt(v) + eps)``. OpenAI baselines' A2C used TensorFlow's RMSProp, which adds it
+    *inside*, ``g / sqrt(v + eps)``, so the same 1e-5 there is a much larger floor (sqrt(1e-5)
+    is about 3e-3); Stable-Baselines3 ships ``RMSpropTFLike`` to reproduce that. The course
+    keeps torch's RMSprop with eps 1e-5: the same number, not the same optimizer."""
 
     value_loss_coef: float = 0.25
-    """Weight of the value loss in the total loss."""
+    """Weight of the value loss ``mean((v_target - V)^2)`` in the total loss. OpenAI baselines
+    and Stable-Baselines3 weight the same mean squared error by 0.5, twice the course's 0.25."""
 
     entropy_coef: float = 0.01
     """Weight of the entropy bonus (subtracted from the loss to keep exploring)."""
@@ -81,13 +88,8 @@ class A2CConfig:
     """Agent steps between two checkpoints; a final one is always written."""
 
     def __post_init__(self) -> None:
-        def positive_int(name: str) -> None:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}.")
-
         for name in ("nenvs", "nsteps", "total_steps", "log_interval", "checkpoint_interval"):
-            positive_int(name)
+            check_int(name, getattr(self, name), 1)
         if not isinstance(self.env_id, str) or not self.env_id:
             raise ValueError(
                 f"env_id must be an ALE id such as 'SpaceInvadersNoFrameskip-v4', got {self.env_id!r}."

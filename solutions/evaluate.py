@@ -30,10 +30,11 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from course_lib import nature_dqn_env  # noqa: E402
+from course_lib.validation import check_int  # noqa: E402
 
 from .reference import Policy  # noqa: E402
 
-__all__ = ["evaluate", "evaluate_scores", "main"]
+__all__ = ["described_evaluation", "evaluate", "evaluate_scores", "main"]
 
 #: 108,000 emulator frames (30 minutes of play) = 27,000 agent steps: the usual Atari cap.
 MAX_STEPS_PER_GAME = 27_000
@@ -76,13 +77,11 @@ def evaluate_scores(
             lose, e.g. by never pressing FIRE.
         backend: env batch backend (see ``course_lib.nature_dqn_env``).
     """
-    for name, value in (("games", games), ("max_steps_per_game", max_steps_per_game)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    check_int("games", games, 1)
+    check_int("max_steps_per_game", max_steps_per_game, 1)
     if nenvs is None:
         nenvs = min(games, 8)
-    if isinstance(nenvs, bool) or not isinstance(nenvs, int) or not 1 <= nenvs <= games:
-        raise ValueError(f"nenvs must be an int in [1, games={games}], got {nenvs!r}.")
+    check_int("nenvs", nenvs, 1, maximum=games, fix="at most one env per game")
     policy = _as_policy(agent)
     quota = np.full(nenvs, games // nenvs) + (np.arange(nenvs) < games % nenvs)  # (nenvs,)
     scores: list[list[float]] = [[] for _ in range(nenvs)]
@@ -123,6 +122,22 @@ def evaluate(
 ) -> float:
     """Average raw score over ``games`` full games (see :func:`evaluate_scores` for the options)."""
     return float(np.mean(evaluate_scores(agent, env_id, games=games, seed=seed, **kwargs)))
+
+
+def described_evaluation(agent: Any, env_id: str, games: int, seed: int) -> dict[str, Any]:
+    """The evaluation at the end of a training run, with what it measured (for summary.json
+    and the end-of-run message): mean and std of the raw scores of ``games`` full games played
+    with actions sampled from the policy, as in training (not greedy)."""
+    scores = evaluate_scores(agent, env_id, games=games, seed=seed, greedy=False)
+    return {
+        "score": float(np.mean(scores)),
+        "std": float(np.std(scores)),
+        "games": games,
+        "actions": "sampled from the policy (not greedy), as in training",
+        "game": env_id,
+        "env_seed": seed,
+        "policy": "final weights",
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> float:

@@ -56,7 +56,7 @@ def test_bad_render_mode_is_refused():
 
 def test_the_factory_pickles_for_spawned_workers():
     factory = functools.partial(
-        make_atari_env, "BreakoutNoFrameskip-v4", clip_reward=False, summaries=True
+        make_atari_env, "BreakoutNoFrameskip-v4", clip_reward=False, game_stats=True
     )
     env = pickle.loads(pickle.dumps(factory))()
     assert env.reset(seed=0)[0].shape == (4, 84, 84)
@@ -162,7 +162,7 @@ class RawRewardTally(gym.Wrapper):
 def test_reported_game_score_is_the_sum_of_the_raw_emulator_rewards(env_id, max_frames):
     """SpaceInvaders: a full random game (3 lives); Pong: cut by the emulator's frame cap."""
     tally = RawRewardTally(gym.make(env_id, max_num_frames_per_episode=max_frames))
-    env = wrap_atari(tally, clip_reward=True, summaries=True)
+    env = wrap_atari(tally, clip_reward=True, game_stats=True)
     env.reset(seed=1)
     rng = np.random.default_rng(1)
     n_terminated, clipped = 0, []

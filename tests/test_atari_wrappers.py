@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from course_lib import atari_wrappers
 from course_lib.atari_env import SeedFirstReset, wrap_atari
 from course_lib.atari_wrappers import (
     ClipReward,
@@ -468,7 +467,7 @@ def test_full_stack_game_length_counts_only_agent_steps_with_fire_and_noops():
     ("kwargs", "message"),
     [
         ({"clip_reward": "yes"}, r"`clip_reward` must be True or False, got 'yes'"),
-        ({"summaries": None}, r"`summaries` must be True or False, got None"),
+        ({"game_stats": None}, r"`game_stats` must be True or False, got None"),
         ({"noop_max": -1}, r"`noop_max` must be an int >= 0, got -1"),
         ({"frame_skip": 0}, r"`frame_skip` must be an int >= 1, got 0"),
         ({"frame_stack": 0}, r"`frame_stack` must be an int >= 1, got 0"),
@@ -508,21 +507,5 @@ def test_seed_first_reset_seeds_the_action_space():
 
 
 def test_seed_first_reset_rejects_a_non_int_seed():
-    with pytest.raises(ValueError, match=r"`seed` must be an int or None, got '1'"):
+    with pytest.raises(ValueError, match=r"`seed` must be an int >= 0, got '1'"):
         SeedFirstReset(FakeAtariEnv(), seed="1")
-
-
-# ------------------------------------------------------------------- module split
-
-
-@pytest.mark.parametrize("name", ["SeedFirstReset", "make_atari_env", "wrap_atari"])
-def test_names_moved_to_atari_env_are_still_importable_from_atari_wrappers(name):
-    """Do old imports (`from course_lib.atari_wrappers import make_atari_env`) still work?"""
-    from course_lib import atari_env
-
-    assert getattr(atari_wrappers, name) is getattr(atari_env, name)
-
-
-def test_an_unknown_name_of_atari_wrappers_is_an_attribute_error():
-    with pytest.raises(AttributeError, match="has no attribute 'make_env'"):
-        atari_wrappers.make_env  # noqa: B018

@@ -25,7 +25,7 @@ def random_actions(n_actions: int, steps: int, nenvs: int, seed: int = 0) -> np.
 def test_shapes_dtypes_and_spaces():
     """Are obs uint8 (N, 4, 84, 84), rewards float32 (N,) and flags bool (N,)?"""
     with NativeAtariBatch(SPACE_INVADERS, 3, seed=0) as env:
-        assert env.num_envs == env.nenvs == 3
+        assert env.num_envs == 3 and not hasattr(env, "nenvs")
         assert env.single_observation_space.shape == (4, 84, 84)
         assert env.observation_space.shape == (3, 4, 84, 84)
         assert env.single_action_space.n == 6

@@ -47,7 +47,7 @@ def test_dashboard_saves_a_png_headless(tmp_path):
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert len(visible) == 4  # games + entropy + value_loss + grad_norm
     assert visible[0].get_title() == "raw game score"
-    assert {ax.get_title().split(" (")[0] for ax in visible[1:]} == {
+    assert {ax.get_title().split()[0] for ax in visible[1:]} == {
         "entropy",
         "value_loss",
         "grad_norm",
@@ -64,6 +64,29 @@ def test_dashboard_smoothing_numbers():
     assert steps[-1] == 40 * 29
     np.testing.assert_allclose(mean[:4], [0, 0.5, 1, 2])
     np.testing.assert_allclose(mean[-1], (27 + 28 + 29) / 3)
+
+
+def test_smoothing_window_scales_with_the_points_and_the_lr_is_not_smoothed():
+    """With 20 points and window 20 the curve would be the running mean: is the window a fifth
+    of the points instead, is the lr drawn as logged, and do the titles and legends say which
+    line is which, with the last logged value?"""
+    dashboard = TrainingDashboard(scalar_window=20)
+    values = [0.1 * (i % 2) + i for i in range(20)]
+    for i, v in enumerate(values):
+        dashboard.log(10 * i, explained_variance=v, lr=7e-4 * (1 - i / 20))
+    assert dashboard.smoothing_window(20) == 4 and dashboard.smoothing_window(1000) == 20
+    assert dashboard.smoothing_window(3) == 1
+    _, mean = dashboard.smoothed("explained_variance")
+    np.testing.assert_allclose(mean[-1], np.mean(values[-4:]))
+    np.testing.assert_allclose(dashboard.smoothed("lr")[1], dashboard.series["lr"][1])
+    axes = {ax.get_title().split(":")[0].split()[0]: ax for ax in dashboard.figure().axes}
+    ev, lr = axes["explained_variance"], axes["lr"]
+    assert ev.get_title() == f"explained_variance\nlast {values[-1]:.3g}, smoothed {mean[-1]:.3g}"
+    assert [t.get_text() for t in ev.get_legend().get_texts()] == [
+        "logged",
+        "mean of last 4 logged",
+    ]
+    assert lr.get_title() == f"lr: {7e-4 / 20:.3g} now" and len(lr.get_lines()) == 1
 
 
 def test_dashboard_reads_runner_stats_and_throttles(tmp_path):
@@ -102,7 +125,7 @@ def test_dashboard_rejects_bad_input(tmp_path):
     dashboard = TrainingDashboard()
     with pytest.raises(TypeError, match="loss"):
         dashboard.log(10, loss=torch.zeros(3))
-    with pytest.raises(TypeError, match="step"):
+    with pytest.raises(ValueError, match="`step` must be an int >= 0, got 1.5"):
         dashboard.log(1.5, loss=1.0)
     with pytest.raises(ValueError, match="same length"):
         dashboard.add_games(scores=[1, 2], steps=[1])
@@ -117,16 +140,16 @@ class FakeAtari(gym.Env):
 
     ``render()`` returns a (210, 160, 3) frame (odd-free sizes of the real screen); reward 2 per
     step, so a full game of 3 lives x 5 steps scores 30. The summary ``info["episode"]`` is
-    given only when ``summaries`` is True.
+    given only when ``game_stats`` is True.
     """
 
     metadata = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, render_mode="rgb_array", summaries=True, lives=3):
+    def __init__(self, render_mode="rgb_array", game_stats=True, lives=3):
         self.render_mode = render_mode
         self.observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
         self.action_space = gym.spaces.Discrete(4)
-        self.summaries, self.max_lives = summaries, lives
+        self.game_stats, self.max_lives = game_stats, lives
         self.lives, self.count, self.total = lives, 0, 0
 
     def _obs(self):
@@ -145,7 +168,7 @@ class FakeAtari(gym.Env):
         if terminated:
             self.lives -= 1
         info = {"lives": self.lives}
-        if terminated and self.lives == 0 and self.summaries:
+        if terminated and self.lives == 0 and self.game_stats:
             info["episode"] = {
                 "r": np.array([self.total], dtype=np.float64),
                 "l": np.array([self.count]),
@@ -195,7 +218,7 @@ def read_mp4(path):
 def test_record_video_gif_fallback_cap_and_obs_frames(tmp_path, monkeypatch):
     """Without ffmpeg, is a GIF written; does max_frames cut the game; can frames come from obs?"""
     monkeypatch.setattr(video_module, "_ffmpeg_available", lambda: False)
-    env = FakeAtari(render_mode=None, summaries=False)
+    env = FakeAtari(render_mode=None, game_stats=False)
     result = record_video(
         env, lambda obs: np.zeros(len(obs), dtype=np.int64), tmp_path / "g.mp4", max_frames=8
     )
@@ -206,10 +229,10 @@ def test_record_video_gif_fallback_cap_and_obs_frames(tmp_path, monkeypatch):
     assert video_html(result.path).startswith("<img")
 
 
-def test_record_video_without_summaries_ends_at_last_life(tmp_path):
+def test_record_video_without_game_stats_ends_at_last_life(tmp_path):
     """Does a game end when the last life is lost even without info["episode"]?"""
     result = record_video(
-        FakeAtari(summaries=False), ConstantPolicy(), tmp_path / "v", format="gif"
+        FakeAtari(game_stats=False), ConstantPolicy(), tmp_path / "v", format="gif"
     )
     assert result.finished and result.steps == 15 and result.score == 30.0
 

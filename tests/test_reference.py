@@ -48,7 +48,7 @@ class TinyModel(nn.Module):
 def make_trajectory(
     T: int = 6, N: int = 4, seed: int = 0, reset_prob: float = 0.3
 ) -> tuple[dict, Policy]:
-    """A runner-like trajectory (design.md section 4) produced by a TinyModel policy."""
+    """A runner-like trajectory (docs/design.md, section 4) produced by a TinyModel policy."""
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     policy = Policy(TinyModel())

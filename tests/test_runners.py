@@ -191,7 +191,8 @@ def test_step_var_counts_agent_steps_int_and_shared_counter():
     counter = StepCounter()
     runner = EnvRunner(CounterBatch(), FakePolicy(), nsteps=3, step_var=counter)
     runner.get_next()
-    assert counter.value == 6 and int(counter) == 6 and runner.step_counter is counter
+    assert counter.value == 6 and int(counter) == 6 and runner.step_var == 6
+    assert not hasattr(runner, "step_counter")  # one name: step_var
 
 
 def test_episode_stats_use_the_mask_and_record_end_steps():
@@ -251,8 +252,10 @@ def test_bad_arguments_give_clear_errors():
         EnvRunner(CounterBatch(), object(), nsteps=5)
     with pytest.raises(TypeError, match=r"transforms\[0\]"):
         EnvRunner(CounterBatch(), FakePolicy(), nsteps=5, transforms=[1])
-    with pytest.raises(TypeError, match="step_var"):
+    with pytest.raises(ValueError, match=r"`step_var` must be an int >= 0, got '0'"):
         EnvRunner(CounterBatch(), FakePolicy(), nsteps=5, step_var="0")
+    with pytest.raises(ValueError, match="step_var"):
+        EnvRunner(CounterBatch(), FakePolicy(), nsteps=5, step_var=True)
 
 
 def test_rolling_mean_numbers():
@@ -314,7 +317,7 @@ def test_runner_with_env_batch_counts_games_from_infos():
     """With the course's EnvBatch, is every finished game recorded once, from the masked infos?"""
     import functools
 
-    from course_lib.env_batch import EnvBatch
+    from course_lib.python_batches import EnvBatch
     from tests.fake_envs import CounterEnv
 
     class Zeros:

@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import random
+import shlex
+import signal
 import subprocess
 import sys
+import time
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 from course_lib import runtime
 from solutions import evaluate as evaluate_module
+from solutions import train as train_module
 from solutions.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from solutions.config import A2CConfig
 from solutions.train import METRIC_COLUMNS, main
@@ -26,7 +32,7 @@ from solutions.train import METRIC_COLUMNS, main
 
 
 def test_config_defaults_are_the_course_hyperparameters():
-    """Do the defaults match design.md section 7?"""
+    """Do the defaults match docs/design.md, section 7?"""
     c = A2CConfig()
     assert (c.nenvs, c.nsteps, c.gamma, c.lr) == (8, 5, 0.99, 7e-4)
     assert (c.rmsprop_alpha, c.rmsprop_eps) == (0.99, 1e-5)
@@ -292,8 +298,9 @@ def test_cli_trains_writes_outputs_and_resumes(tmp_path, capsys, keep_torch_thre
         assert np.isfinite(float(row["loss"])) and float(row["grad_norm"]) > 0
         assert 0.0 < float(row["entropy"]) <= np.log(6) + 1e-4  # 6 SpaceInvaders actions
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["steps"] == 120 and summary["eval_games"] == 1
-    assert summary["eval_score"] >= 0
+    assert summary["steps"] == 120 and summary["eval"]["games"] == 1
+    assert summary["eval"]["score"] >= 0 and summary["eval"]["actions"].startswith("sampled")
+    assert "evaluation score" in capsys.readouterr().err
     first = load_checkpoint(out / "checkpoint.pt")
     assert (first["step"], first["update"]) == (120, 12)
 
@@ -314,3 +321,214 @@ def test_cli_trains_writes_outputs_and_resumes(tmp_path, capsys, keep_torch_thre
     # The optimizer state was restored, not restarted: RMSprop counted all 20 updates.
     assert int(resumed["optimizer"]["state"][0]["step"]) == 20
     assert len(json.loads((out / "dashboard.json").read_text())["scalars"]["loss"]["step"]) == 5
+
+
+# ----- CLI: a run stays whole (fake Atari batch, no ROM) -------------------------------------
+
+
+class FakeAtariBatch:
+    """A batch with the shapes of ``nature_dqn_env(..., nenvs=N)``: 6 actions, games of 7 steps.
+
+    ``act_at`` maps an agent step of the batch (counted from this batch's first step) to what
+    happens there: a signal number is sent to this process, an exception is raised.
+    """
+
+    def __init__(self, nenvs, act_at=None):
+        self.num_envs = nenvs
+        self.single_action_space = gym.spaces.Discrete(6)
+        self.single_observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+        self.act_at = dict(act_at or {})
+        self.t = np.zeros(nenvs, dtype=np.int64)
+        self.steps = 0
+
+    def reset(self, seed=None):
+        return np.zeros((self.num_envs, 4, 84, 84), np.uint8), {}
+
+    def step(self, actions):
+        self.steps += self.num_envs
+        event = self.act_at.pop(self.steps, None)
+        if isinstance(event, BaseException):
+            raise event
+        if event is not None:
+            os.kill(os.getpid(), event)
+        self.t += 1
+        done = self.t == 7
+        infos = {"episode": {"r": np.where(done, 5.0, 0.0), "l": self.t.copy()}, "_episode": done}
+        self.t[done] = 0
+        obs = np.full((self.num_envs, 4, 84, 84), self.steps % 255, np.uint8)
+        return obs, np.ones(self.num_envs, np.float32), done, np.zeros_like(done), infos
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def fake_atari(monkeypatch, keep_torch_threads):
+    """Make ``solutions.train`` play a FakeAtariBatch; returns ``schedule(act_at)`` for the
+    next batch made (each resume makes a new batch)."""
+    plans = []
+
+    def make(env_id, nenvs, seed, backend):
+        return FakeAtariBatch(nenvs, plans.pop(0) if plans else None)
+
+    monkeypatch.setattr(train_module, "nature_dqn_env", make)
+    return plans.append
+
+
+FAST = ["--nenvs", "2", "--log-interval", "40", "--checkpoint-interval", "80", "--no-progress",
+        "--threads", "1", "--eval-games", "0", "--video-frames", "0"]  # fmt: skip
+
+
+def run_cli(out, *argv):
+    return main([*FAST, "--out", str(out), *argv])
+
+
+def metric_steps(out):
+    return [int(r["step"]) for r in read_metrics(out / "metrics.csv")]
+
+
+def snapshot(out):
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_saves_a_checkpoint_at_the_current_update_and_prints_the_resume_command(
+    tmp_path, capsys, fake_atari, signum
+):
+    """Ctrl-C or SIGTERM at step 110 of 200: is there a checkpoint at that update, a metrics
+    row for it, the exact command to resume, and does that command finish the run cleanly?"""
+    out = tmp_path / "run"
+    fake_atari({110: signum})
+    assert run_cli(out, "--steps", "200") == 128 + signum
+    err = capsys.readouterr().err
+    ckpt = load_checkpoint(out / "checkpoint.pt")
+    assert (ckpt["step"], ckpt["update"]) == (110, 11)  # the update during which it came
+    assert metric_steps(out) == [40, 80, 110]
+    assert not (out / "summary.json").exists()  # not finished
+    command = err.split("Resume with:")[1].strip().splitlines()[0]
+    assert command.startswith("python -m solutions.train --resume --out ")
+    argv = shlex.split(command)[3:]
+    assert main(argv) == 0
+    assert metric_steps(out) == [40, 80, 110, 120, 160, 200]
+    assert json.loads((out / "summary.json").read_text())["steps"] == 200
+    resumed = load_checkpoint(out / "checkpoint.pt")
+    assert int(resumed["optimizer"]["state"][0]["step"]) == 20  # 11 + 9 updates, none repeated
+
+
+def test_a_signal_during_the_last_update_keeps_the_finished_run_and_skips_the_evaluation(
+    tmp_path, capsys, fake_atari
+):
+    """Ctrl-C during the last of 12 updates: is the run complete (summary, checkpoint at 120,
+    exit 0) rather than "stopped", with the evaluation skipped instead of started?"""
+    out = tmp_path / "run"
+    fake_atari({120: signal.SIGINT})
+    assert run_cli(out, "--steps", "120", "--eval-games", "1") == 0
+    assert "evaluation and video skipped" in capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 120 and summary["eval"] is None
+    assert load_checkpoint(out / "checkpoint.pt")["update"] == 12
+
+
+def test_a_folder_with_an_unfinished_run_is_refused_without_resume(tmp_path, capsys, fake_atari):
+    """After a stop at step 60, does a new run in the same folder fail, leaving every file
+    as it was, and say how to resume?"""
+    out = tmp_path / "run"
+    fake_atari({60: signal.SIGINT})
+    assert run_cli(out, "--steps", "200") == 130
+    before = snapshot(out)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(out, "--steps", "200")
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "unfinished run (stopped at 60 of 200 agent steps)" in err
+    assert "--resume --out" in err
+    assert snapshot(out) == before
+
+
+def test_a_folder_with_files_but_no_checkpoint_is_refused_with_or_without_resume(
+    tmp_path, capsys, fake_atari
+):
+    """A run that crashed before its first checkpoint left metrics.csv: is a new run there
+    refused (no rows appended), and does --resume say there is nothing to resume?"""
+    out = tmp_path / "run"
+    fake_atari({60: RuntimeError("emulator crashed")})
+    with pytest.raises(RuntimeError, match="emulator crashed"):
+        run_cli(out, "--steps", "200", "--checkpoint-interval", "1000")
+    assert metric_steps(out) == [40] and not (out / "checkpoint.pt").exists()
+    for resume in ([], ["--resume"]):
+        with pytest.raises(SystemExit):
+            run_cli(out, "--steps", "200", *resume)
+        assert "stopped before its first checkpoint" in capsys.readouterr().err
+    assert metric_steps(out) == [40]
+
+
+def test_resume_drops_metric_rows_logged_after_the_checkpoint(tmp_path, fake_atari):
+    """A crash at step 150 (checkpoint at 80, rows up to 120): does the resumed run replay
+    120 without writing it twice?"""
+    out = tmp_path / "run"
+    fake_atari({150: RuntimeError("killed")})
+    with pytest.raises(RuntimeError):
+        run_cli(out, "--steps", "200")
+    assert metric_steps(out) == [40, 80, 120]
+    assert load_checkpoint(out / "checkpoint.pt")["step"] == 80
+    assert run_cli(out, "--steps", "200", "--resume") == 0
+    assert metric_steps(out) == [40, 80, 120, 160, 200]
+
+
+@pytest.mark.parametrize("budget", ["100", "120"])
+def test_resume_with_a_budget_already_reached_says_so_and_changes_nothing(
+    tmp_path, capsys, fake_atari, budget
+):
+    """A finished 120-step run resumed with --steps 100 or 120: exit 0, a message, and not one
+    byte of summary.json, checkpoint.pt or metrics.csv rewritten (no "0 steps/s")."""
+    out = tmp_path / "run"
+    assert run_cli(out, "--steps", "120") == 0
+    before = snapshot(out)
+    capsys.readouterr()
+    assert run_cli(out, "--steps", budget, "--resume") == 0
+    err = capsys.readouterr().err
+    assert "nothing to train, no file changed" in err and "steps/s" not in err
+    assert snapshot(out) == before
+    with pytest.raises(SystemExit):  # and without --resume: a finished run, refused
+        run_cli(out, "--steps", "200")
+    assert "a finished run (120 agent steps)" in capsys.readouterr().err
+    assert snapshot(out) == before
+
+
+@pytest.mark.rom
+@pytest.mark.timeout(240)
+def test_ctrl_c_stops_the_quick_start_run_in_a_subprocess_and_it_resumes(tmp_path):
+    """The README's quick-start run (200k steps) on a real ROM, sent SIGINT as a terminal's
+    Ctrl-C would: exit 130 with a checkpoint at the last metrics row, and the printed command
+    continues it (here to a small budget, to keep the test short)."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "solutions.train", "--steps", "200000", "--nenvs", "2",
+           "--log-interval", "20", "--no-progress", "--threads", "1", "--out", str(out)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 150
+        while not (out / "metrics.csv").is_file() or len(metric_lines(out)) < 3:
+            assert proc.poll() is None and time.monotonic() < deadline, "no metrics in time"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    ckpt = load_checkpoint(out / "checkpoint.pt")
+    assert 0 < ckpt["step"] < 200_000 and metric_steps(out)[-1] == ckpt["step"]
+    command = shlex.split(err.split("Resume with:")[1].strip().splitlines()[0])
+    target = ckpt["step"] + 40
+    resumed = subprocess.run(
+        [sys.executable, *command[1:], "--steps", str(target), "--eval-games", "0",
+         "--video-frames", "0"], capture_output=True, text=True, timeout=150,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    steps = metric_steps(out)
+    assert steps == sorted(set(steps)) and steps[-1] == target
+
+
+def metric_lines(out):
+    return (out / "metrics.csv").read_text().splitlines()

@@ -1,9 +1,14 @@
-"""Env batches: N copies of an env stepped together, with the gymnasium 1.x vector API.
+"""Env batches written in Python: N copies of an env stepped together (gymnasium 1.x vector API).
+
+These are the ``"sequential"`` and ``"subprocess"`` backends of :func:`course_lib.nature_dqn_env`
+(the ``"native"`` one is :mod:`course_lib.native_batch`).
 
 * :class:`EnvBatch` runs the N envs one after the other in this process: slow, but a
   breakpoint or ``print`` inside an env just works. Use it to debug.
 * :class:`ParallelEnvBatch` runs each env in its own worker process, so N envs step at the
-  same time on N CPU cores. This is the readable teaching version of a subprocess vector env.
+  same time on N CPU cores. It is engineering, not course material: shared memory for the
+  observations, a forkserver that preloads the imports, and replies drained after a failure
+  make it fast and safe, not short. Students need its contract (below), not its code.
 
 Both take a list of zero-argument functions that each make one env, and behave identically::
 
@@ -46,6 +51,7 @@ from ._worker import (
     pickle_env_fn,
     worker_main,
 )
+from .validation import check_number
 
 __all__ = [
     "EnvBatch",
@@ -193,12 +199,7 @@ class ParallelEnvBatch(BatchBase):
         self._started = False  # True once every worker has made its env
         env_fns = check_env_fns(env_fns)
         seed = check_seed(seed)
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
-        ):
-            raise ValueError(
-                f"`timeout` must be None or a positive number of seconds, got {timeout!r}."
-            )
+        check_number("timeout", timeout, allow_none=True, fix="seconds a worker may take")
         methods = multiprocessing.get_all_start_methods()
         method = default_start_method() if context is None else context
         if method not in methods:

@@ -6,11 +6,13 @@ for several environments, a batch backend:
 * ``"native"``: ale-py's C++ :class:`~ale_py.vector_env.AtariVectorEnv` behind an adapter
   (:mod:`course_lib.native_batch`) that restores the course semantics (raw scores, clipped
   rewards, life loss ends an episode, same-step autoreset);
-* ``"subprocess"``: :class:`~course_lib.env_batch.ParallelEnvBatch`, one worker process per env;
-* ``"sequential"``: :class:`~course_lib.env_batch.EnvBatch`, all envs in this process.
+* ``"subprocess"``: :class:`~course_lib.python_batches.ParallelEnvBatch`, one worker process per env;
+* ``"sequential"``: :class:`~course_lib.python_batches.EnvBatch`, all envs in this process.
 
 All three return the same observations, rewards, flags and statistics; they differ in speed
-and in how easy they are to read and debug.
+and in how easy they are to debug (``"sequential"`` runs every env in this process, where a
+breakpoint works). Naming: the keyword is ``nenvs`` (the course's), the batch's attribute is
+``num_envs`` (gymnasium's).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import functools
 
 from .atari_env import SeedFirstReset, make_atari_env
 from .atari_ids import resolve_env_id
+from .validation import check_int
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "nature_dqn_env"]
 
@@ -31,7 +34,7 @@ def nature_dqn_env(
     env_id: str,
     nenvs: int | None = None,
     seed: int | None = None,
-    summaries: bool = True,
+    game_stats: bool = True,
     clip_reward: bool = True,
     backend: str = "auto",
 ):
@@ -44,10 +47,10 @@ def nature_dqn_env(
             an integer ``N >= 1`` for a batch with the gymnasium 1.x vector API and
             observations ``uint8 (N, 4, 84, 84)``.
         seed: seed of the first ``reset()``; env ``i`` of a batch gets ``seed + i``.
-        summaries: report every finished full game (all lives lost, or truncation) in
+        game_stats: report every finished full game (all lives lost, or truncation) in
             ``infos["episode"]`` (``"r"``: raw unclipped score, ``"l"``: length in agent steps)
             with the mask ``infos["_episode"]``.
-        clip_reward: clip the learning reward to {-1, 0, 1} (the raw score stays in the summaries).
+        clip_reward: clip the learning reward to {-1, 0, 1} (the raw score stays in the game statistics).
         backend: ``"native"``, ``"subprocess"``, ``"sequential"`` or ``"auto"`` (the fastest
             one, :data:`DEFAULT_BACKEND`). Ignored when ``nenvs`` is ``None``.
 
@@ -64,7 +67,7 @@ def nature_dqn_env(
             f"or 'auto' (= {DEFAULT_BACKEND!r})."
         )
     make_one = functools.partial(
-        make_atari_env, game.env_id, clip_reward=clip_reward, summaries=summaries
+        make_atari_env, game.env_id, clip_reward=clip_reward, game_stats=game_stats
     )
     if nenvs is None:
         env = make_one()
@@ -73,15 +76,14 @@ def nature_dqn_env(
             # continue the RNG (as with gymnasium's reset(seed=...)).
             env = SeedFirstReset(env, seed)
         return env
-    if isinstance(nenvs, bool) or not isinstance(nenvs, int) or nenvs < 1:
-        raise ValueError(f"`nenvs` must be None or a positive int, got {nenvs!r}.")
+    check_int("nenvs", nenvs, 1, allow_none=True, fix="None for one env, e.g. 8 for a batch")
     if backend == "native":
         from .native_batch import NativeAtariBatch
 
         return NativeAtariBatch(
-            game.env_id, nenvs, seed=seed, clip_reward=clip_reward, summaries=summaries
+            game.env_id, nenvs, seed=seed, clip_reward=clip_reward, game_stats=game_stats
         )
-    from .env_batch import EnvBatch, ParallelEnvBatch
+    from .python_batches import EnvBatch, ParallelEnvBatch
 
     batch_cls = ParallelEnvBatch if backend == "subprocess" else EnvBatch
     return batch_cls([make_one] * nenvs, seed=seed)

@@ -1,0 +1,78 @@
+"""Is the layout of docs/design.md, section 2, kept: imports one way, and no import cycle?
+
+The import graph is read from the source (``ast``), lazy imports inside functions included, so
+a cycle hidden behind a function-level import is found too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("course_lib", "solutions", "autograder")
+#: Which packages each package may import (docs/design.md, section 2).
+MAY_IMPORT = {
+    "course_lib": set(),
+    "solutions": {"course_lib"},
+    "autograder": {"course_lib", "solutions"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports (a package's ``__init__`` counts as the package)."""
+    paths = {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    graph = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([node.module] if node.module else []))
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    targets.add(full if full in paths else base)
+            elif isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+        graph[name] = {t for t in targets if t in paths and t != name}
+    return graph
+
+
+def test_packages_import_one_way():
+    for name, targets in import_graph().items():
+        package = name.split(".")[0]
+        for target in targets:
+            other = target.split(".")[0]
+            assert other == package or other in MAY_IMPORT[package], f"{name} imports {target}"
+
+
+def test_no_import_cycle():
+    """A module importing its own package's ``__init__`` (to reach a re-exported name) is not
+    counted: the package imports its modules, so that edge would close every loop."""
+    graph = {
+        name: {t for t in targets if not name.startswith(t + ".")}
+        for name, targets in import_graph().items()
+    }
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(graph[name]):
+            if state.get(target) == 1:
+                cycle = path[path.index(target) :] + [target]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target, [*path, target])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])

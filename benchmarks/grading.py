@@ -1,14 +1,17 @@
-"""How fast is grading? One submission, then a folder of copies graded in parallel.
+"""How fast is grading, sandbox included? One submission, then a folder graded in parallel.
 
 Run from the repository root::
 
-    python -m benchmarks.grading                       # 1 submission, then 20 copies on all cores
+    python -m benchmarks.grading                       # 1 submission, then 8 copies on all cores
     python -m benchmarks.grading --copies 4 --serial   # also grade the copies with --jobs 1
 
-Measures, through the real pipeline (``autograder.pipeline``, nbgrader autograde):
+Measures, through the real pipeline (``autograder.pipeline``: the bubblewrap sandbox, judging,
+nbgrader's gradebook and feedback):
 
-1. **one submission**: seconds for ``Grader.grade`` on the reference notebook (template already
-   built; the template's own cost is printed apart). Target: under 60 s on a 2-core machine.
+1. **one submission**: seconds for ``Grader.grade`` on the reference notebook, in the sandbox
+   (template already built; the template's own cost is printed apart), side by side with the
+   same grading without the sandbox (a plain subprocess), alternating, and their ratio: what
+   isolation costs. Target: under 60 s, sandboxed, on a 2-core machine.
 2. **a folder**: ``grade_many`` on ``--copies`` copies with ``--jobs`` parallel gradings
    (default: all cores), without feedback HTML: wall time, notebooks per minute, and the CPU
    utilisation (CPU seconds of the nbgrader processes and their kernels / (wall x cores)); with
@@ -23,6 +26,7 @@ import argparse
 import os
 import resource
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -53,7 +57,8 @@ def _grade_folder(grader: Grader, subs: list[Submission], out: Path, jobs: int) 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--submission", type=Path, default=SOURCE_NOTEBOOK, help="notebook graded")
-    parser.add_argument("--copies", type=int, default=20, help="copies graded in parallel")
+    parser.add_argument("--copies", type=int, default=8, help="copies graded in parallel")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating one-submission rounds")
     parser.add_argument("--jobs", type=int, default=None, help="parallel gradings (default: cores)")
     parser.add_argument("--serial", action="store_true", help="also grade the copies with 1 job")
     args = parser.parse_args(argv)
@@ -67,12 +72,24 @@ def main(argv: list[str] | None = None) -> None:
         start = time.perf_counter()
         with Grader(SOURCE_NOTEBOOK, workdir=scratch_dir / "work") as grader:
             print(f"template course built in {time.perf_counter() - start:.1f} s")
-            start = time.perf_counter()
-            one = grader.grade(args.submission, student="bench")
-            seconds = time.perf_counter() - start
+            times: dict[bool, list[float]] = {True: [], False: []}
+            for _ in range(max(1, args.rounds)):
+                for isolate in (True, False):
+                    grader.isolate = isolate
+                    start = time.perf_counter()
+                    one = grader.grade(args.submission, student="bench", feedback_dir=scratch_dir)
+                    times[isolate].append(time.perf_counter() - start)
+                    print(
+                        f"one submission, {'sandboxed' if one.sandboxed else 'NOT sandboxed'}: "
+                        f"{times[isolate][-1]:.1f} s ({one.total:g}/{one.max_total:g} points, "
+                        f"status {one.status})"
+                    )
+            grader.isolate = True
+            boxed, plain = (statistics.median(times[flag]) for flag in (True, False))
+            verdict = "PASS" if boxed < 60 else "FAIL"
             print(
-                f"one submission: {seconds:.1f} s ({one.total:g}/{one.max_total:g} points, "
-                f"status {one.status}); target < 60 s"
+                f"median one submission: sandboxed {boxed:.1f} s, plain {plain:.1f} s "
+                f"(sandbox costs {boxed / plain:.2f}x); target < 60 s sandboxed: {verdict}"
             )
             subs = []
             for index in range(args.copies):

@@ -33,7 +33,7 @@ from autograder.sandbox import bwrap_works
 from tests.submissions.course import MISBEHAVING, course_submission
 from tests.submissions.hostile import ATTACKS, PERSISTENT, hostile_submission
 
-pytestmark = [pytest.mark.rom, pytest.mark.slow]
+pytestmark = [pytest.mark.rom, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASE = ROOT / "notebooks" / "a2c.ipynb"
@@ -232,15 +232,15 @@ def test_persistent_attacks_then_honest_grades_are_exact(tmp_path):
     inbox.mkdir()
     for index, attack in enumerate(PERSISTENT):
         nb = hostile_submission(attack, token=TOKEN, port="9", marker=str(marker))
-        nbformat.write(nb, inbox / f"a{index}_{attack}.ipynb")
-        nbformat.write(course_submission(), inbox / f"a{index}_~honest.ipynb")
+        nbformat.write(nb, inbox / f"a{index}_attack_{attack}.ipynb")
+        nbformat.write(course_submission(), inbox / f"a{index}_honest.ipynb")
     before = _snapshot()
     done = _cli("grade-all", "inbox", "--out", "out", "--jobs", "1", "--no-feedback", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert _survivors() == []
     rows = _rows(tmp_path / "out")
     for index, attack in enumerate(PERSISTENT):
-        attacked, honest = rows[f"a{index}_{attack}"], rows[f"a{index}_~honest"]
+        attacked, honest = rows[f"a{index}_attack_{attack}"], rows[f"a{index}_honest"]
         assert attacked["status"] == "graded" and _points(attacked) == dict.fromkeys(FULL, 0.0)
         assert honest["status"] == "graded" and _points(honest) == FULL, honest
     time.sleep(8)  # the outliving attack writes 6 s after its start, if it still lives

@@ -309,6 +309,16 @@ def _student_readme(repo_url: str) -> str:
     )
 
 
+def _student_dir(out: Path) -> Path:
+    out = Path(out).resolve()
+    if (out / "solutions").exists() or (out / "autograder").exists():
+        raise ValueError(
+            f"{out} holds solutions/ or autograder/: it looks like the instructor repository. "
+            "Pass an empty folder or a clone of the student repository."
+        )
+    return out
+
+
 def build_student_distribution(out: Path, repo_url: str = STUDENT_REPO_URL) -> list[Path]:
     """Write the student distribution into ``out`` (see the module docstring); return its paths.
 
@@ -319,12 +329,7 @@ def build_student_distribution(out: Path, repo_url: str = STUDENT_REPO_URL) -> l
         ValueError: ``out`` looks like an instructor checkout (it has ``solutions/`` or
             ``autograder/``), so nothing there is replaced.
     """
-    out = Path(out).resolve()
-    if (out / "solutions").exists() or (out / "autograder").exists():
-        raise ValueError(
-            f"{out} holds solutions/ or autograder/: it looks like the instructor repository. "
-            "Pass an empty folder or a clone of the student repository."
-        )
+    out = _student_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     for name in STUDENT_PATHS:
         path = out / name
@@ -408,16 +413,18 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("Notebooks are up to date.")
         return 0
+    if args.student_dir is not None:
+        try:  # refuse a wrong folder before anything is written
+            _student_dir(args.student_dir)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     build()
     print(
         f"Synced {SOURCE_NOTEBOOK.relative_to(ROOT)}; wrote {RELEASE_NOTEBOOK.relative_to(ROOT)}."
     )
     if args.student_dir is not None:
-        try:
-            build_student_distribution(args.student_dir)
-        except ValueError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+        build_student_distribution(args.student_dir)
         print(
             f"Wrote the student distribution to {args.student_dir} (installs course_lib only; "
             f"students reach it at {STUDENT_REPO_URL})."

@@ -102,11 +102,9 @@ def student(tmp_path_factory) -> Path:
     (out / "LICENSE").write_text("the instructor's licence\n")
     (out / "course_lib").mkdir()
     (out / "course_lib" / "stale_module.py").write_text("OLD = 1\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "solutions.build_notebooks", "--student-dir", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
+    # The function, not the command line: the command also rebuilds the committed notebooks in
+    # place, and a test must not change the checkout.
+    bn.build_student_distribution(out)
     return out
 
 
@@ -187,6 +185,13 @@ def test_pyproject_installs_course_lib_only_with_the_instructor_bounds(student, 
 
 
 def test_refuses_to_write_into_the_instructor_repository():
-    """Is an instructor checkout (solutions/, autograder/) refused before anything is replaced?"""
+    """Is an instructor checkout (solutions/, autograder/) refused before anything is written?"""
     with pytest.raises(ValueError, match="instructor repository"):
         bn.build_student_distribution(ROOT)
+    before = {p: p.stat().st_mtime_ns for p in (bn.SOURCE_NOTEBOOK, bn.RELEASE_NOTEBOOK)}
+    result = subprocess.run(
+        [sys.executable, "-m", "solutions.build_notebooks", "--student-dir", str(ROOT)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2 and "instructor repository" in result.stderr, result.stderr
+    assert {p: p.stat().st_mtime_ns for p in before} == before

@@ -1,14 +1,15 @@
-"""Build the course notebooks: sync the solution notebook, generate the student release, check drift.
+"""Build the course notebooks and the student distribution; check drift.
 
 Run from the repository root::
 
     python -m solutions.build_notebooks           # sync solutions/a2c.ipynb, write notebooks/a2c.ipynb
     python -m solutions.build_notebooks --check   # rebuild in a temp dir; exit 1 with a diff on drift
+    python -m solutions.build_notebooks --student-dir DIR   # also write the student distribution
 
 1. **sync**: every region of ``solutions/reference.py`` between ``# %% [part: <key>]`` and
    ``# %% [end part: <key>]`` is copied verbatim into the cell of ``solutions/a2c.ipynb`` whose
    nbgrader ``grade_id`` is ``<key>`` (a region without a cell, or a part cell without a region,
-   is an error). The course repository address :data:`COURSE_REPO_URL` is written into the
+   is an error). The student distribution's address :data:`STUDENT_REPO_URL` is written into the
    setup cell (``grade_id`` ``setup``) and the Colab badge. Outputs are cleared.
 2. **release**: nbgrader's own ``generate_assignment`` runs on the synced notebook in a temporary
    course directory (``source/a2c/a2c.ipynb``): solutions become ``raise NotImplementedError()``
@@ -16,8 +17,15 @@ Run from the repository root::
    ``notebooks/a2c.ipynb``.
 3. **--check**: both steps run into a temporary directory and the results are compared with the
    committed files; every committed notebook must also be free of outputs.
+4. **--student-dir DIR**: after 1 and 2, writes the tree students get (a public repository, or a
+   wheel): ``course_lib/``, ``notebooks/a2c.ipynb`` and ``notebooks/00_environments.ipynb``, a
+   ``pyproject.toml`` that installs ``course_lib`` only (the same dependencies and lower bounds as
+   this repository's) and a student ``README.md``. Nothing of ``solutions/`` or ``autograder/``.
+   ``DIR`` may be a clone of the student repository: only the paths above are replaced, ``.git``
+   and any other file stay.
 
-Instructors: set :data:`COURSE_REPO_URL` below to your copy of the course repository, then rebuild.
+Instructors: set :data:`STUDENT_REPO_URL` below to the public address of your student
+distribution, then rebuild.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import argparse
 import copy
 import difflib
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,26 +43,35 @@ from pathlib import Path
 import nbformat
 
 __all__ = [
-    "COURSE_REPO_URL",
+    "STUDENT_REPO_URL",
     "build",
+    "build_student_distribution",
     "check",
     "clear_outputs",
     "generate_release",
     "main",
     "read_regions",
+    "student_pyproject",
     "sync_notebook",
 ]
 
-#: The course repository: Colab installs ``course_lib`` from here. Set it in this one place.
-COURSE_REPO_URL = "https://github.com/a2c-course/a2c-course-kit"
-#: Branch used in the "Open in Colab" badge.
-COURSE_BRANCH = "main"
+#: The public repository of the **student distribution** (never this instructor repository, which
+#: holds the reference and the hidden checks): the notebook's setup cell installs ``course_lib``
+#: from here on Colab, and the Colab badge opens ``notebooks/a2c.ipynb`` from here. Set it in this
+#: one place, then rebuild.
+STUDENT_REPO_URL = "https://github.com/a2c-course/a2c-course"
+#: Branch of the student repository used in the "Open in Colab" badge.
+STUDENT_BRANCH = "main"
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "solutions" / "reference.py"
 SOURCE_NOTEBOOK = ROOT / "solutions" / "a2c.ipynb"
 RELEASE_NOTEBOOK = ROOT / "notebooks" / "a2c.ipynb"
 PLAIN_NOTEBOOKS = (ROOT / "notebooks" / "00_environments.ipynb",)
+INSTRUCTOR_PYPROJECT = ROOT / "pyproject.toml"
+STUDENT_README = ROOT / "solutions" / "student_readme.md"
+#: What ``--student-dir`` writes (and replaces when it is there already); nothing else.
+STUDENT_PATHS = ("course_lib", "notebooks", "pyproject.toml", "README.md", ".gitignore")
 ASSIGNMENT = "a2c"
 #: The regions the notebook needs: the import cell and the graded parts, in notebook order.
 REQUIRED_PARTS = (
@@ -68,7 +86,7 @@ REQUIRED_PARTS = (
 
 _BEGIN = re.compile(r"^# %% \[part: (?P<key>[A-Za-z0-9_]+)\]\s*$")
 _END = re.compile(r"^# %% \[end part: (?P<key>[A-Za-z0-9_]+)\]\s*$")
-_URL_LINE = re.compile(r'^COURSE_REPO_URL = ".*"$', re.MULTILINE)
+_URL_LINE = re.compile(r'^STUDENT_REPO_URL = ".*"$', re.MULTILINE)
 _BADGE = re.compile(r"\(https://colab\.research\.google\.com/github/[^)]*\)|\(COLAB_LINK\)")
 
 # A minimal nbgrader configuration: the course id and the stub every solution becomes. The same
@@ -135,18 +153,18 @@ def clear_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def colab_url(repo_url: str = COURSE_REPO_URL, branch: str = COURSE_BRANCH) -> str:
+def colab_url(repo_url: str = STUDENT_REPO_URL, branch: str = STUDENT_BRANCH) -> str:
     """The "Open in Colab" address of the student notebook in ``repo_url``."""
     match = re.fullmatch(r"https://github\.com/([^/]+/[^/]+?)(\.git)?/?", repo_url)
     if match is None:
         raise ValueError(
-            f"COURSE_REPO_URL must look like 'https://github.com/OWNER/REPO', got {repo_url!r}."
+            f"STUDENT_REPO_URL must look like 'https://github.com/OWNER/REPO', got {repo_url!r}."
         )
     return f"https://colab.research.google.com/github/{match[1]}/blob/{branch}/notebooks/a2c.ipynb"
 
 
 def sync_notebook(
-    nb: nbformat.NotebookNode, regions: dict[str, str], repo_url: str = COURSE_REPO_URL
+    nb: nbformat.NotebookNode, regions: dict[str, str], repo_url: str = STUDENT_REPO_URL
 ) -> nbformat.NotebookNode:
     """A copy of ``nb`` whose part cells hold the regions verbatim and whose setup cell holds ``repo_url``.
 
@@ -184,9 +202,9 @@ def sync_notebook(
     setup = by_id.get("setup")
     if setup is None or not _URL_LINE.search(setup.source):
         raise ValueError(
-            "The notebook needs a setup cell (grade_id 'setup') with a COURSE_REPO_URL line."
+            "The notebook needs a setup cell (grade_id 'setup') with a STUDENT_REPO_URL line."
         )
-    setup.source = _URL_LINE.sub(f'COURSE_REPO_URL = "{repo_url}"', setup.source)
+    setup.source = _URL_LINE.sub(f'STUDENT_REPO_URL = "{repo_url}"', setup.source)
     badge = f"({colab_url(repo_url)})"
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -231,6 +249,114 @@ def build(
     generate_release(source, release)
 
 
+_STUDENT_PYPROJECT = """\
+# The student distribution of the A2C course: it installs `course_lib` only.
+# Written by `python -m solutions.build_notebooks --student-dir DIR` in the instructor repository;
+# do not edit it here, edit the instructor repository and rebuild.
+[build-system]
+requires = ["setuptools>=77"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "a2c-course-lib"
+version = "{version}"
+description = "course_lib for the A2C on Atari assignment: env batches, Atari wrappers, runner, plots, video, visible checks"
+readme = "README.md"
+requires-python = "{requires_python}"
+license = "MIT"
+# Lower bounds only, so that a Colab runtime keeps its own torch and numpy.
+dependencies = [
+{dependencies}
+]
+
+[tool.setuptools.packages.find]
+include = ["course_lib*"]
+"""
+
+_STUDENT_GITIGNORE = "__pycache__/\n*.egg-info/\n.ipynb_checkpoints/\n/build/\n*.mp4\n*.gif\n"
+
+
+def _toml_value(text: str, key: str) -> str:
+    match = re.search(rf'^{key} = "([^"]*)"', text, flags=re.MULTILINE)
+    if match is None:
+        raise ValueError(f'{INSTRUCTOR_PYPROJECT.name} has no `{key} = "..."` line.')
+    return match[1]
+
+
+def student_pyproject(instructor_pyproject: Path = INSTRUCTOR_PYPROJECT) -> str:
+    """The student ``pyproject.toml``: course_lib only, with the instructor package's dependencies.
+
+    The version, ``requires-python`` and every dependency (lower bounds) are read from
+    ``instructor_pyproject``, so the two cannot drift apart.
+    """
+    text = instructor_pyproject.read_text()
+    block = re.search(r"^dependencies = \[\n(.*?)^\]", text, flags=re.MULTILINE | re.DOTALL)
+    if block is None:
+        raise ValueError(f"{instructor_pyproject} has no `dependencies = [...]` block.")
+    dependencies = re.findall(r'^\s*"([^"]+)",?\s*$', block[1], flags=re.MULTILINE)
+    return _STUDENT_PYPROJECT.format(
+        version=_toml_value(text, "version"),
+        requires_python=_toml_value(text, "requires-python"),
+        dependencies="\n".join(f'    "{dep}",' for dep in dependencies),
+    )
+
+
+def _student_readme(repo_url: str) -> str:
+    return (
+        STUDENT_README.read_text()
+        .replace("{STUDENT_REPO_URL}", repo_url.removesuffix("/").removesuffix(".git"))
+        .replace("{COLAB_URL}", colab_url(repo_url))
+    )
+
+
+def _student_dir(out: Path) -> Path:
+    out = Path(out).resolve()
+    if (out / "solutions").exists() or (out / "autograder").exists():
+        raise ValueError(
+            f"{out} holds solutions/ or autograder/: it looks like the instructor repository. "
+            "Pass an empty folder or a clone of the student repository."
+        )
+    return out
+
+
+def build_student_distribution(out: Path, repo_url: str = STUDENT_REPO_URL) -> list[Path]:
+    """Write the student distribution into ``out`` (see the module docstring); return its paths.
+
+    The student notebook is built afresh from ``solutions/`` (the committed files are not read),
+    so the tree is what the current sources give.
+
+    Raises:
+        ValueError: ``out`` looks like an instructor checkout (it has ``solutions/`` or
+            ``autograder/``), so nothing there is replaced.
+    """
+    out = _student_dir(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in STUDENT_PATHS:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+    shutil.copytree(
+        ROOT / "course_lib",
+        out / "course_lib",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"),
+    )
+    with tempfile.TemporaryDirectory(prefix="a2c-student-") as tmp:
+        source = Path(tmp) / "a2c.ipynb"
+        nb = sync_notebook(nbformat.read(SOURCE_NOTEBOOK, as_version=4), read_regions(), repo_url)
+        nbformat.write(nb, source)
+        generate_release(source, out / "notebooks" / "a2c.ipynb")
+    for path in PLAIN_NOTEBOOKS:
+        nbformat.write(
+            clear_outputs(nbformat.read(path, as_version=4)), out / "notebooks" / path.name
+        )
+    (out / "pyproject.toml").write_text(student_pyproject())
+    (out / "README.md").write_text(_student_readme(repo_url))
+    (out / ".gitignore").write_text(_STUDENT_GITIGNORE)
+    return [out / name for name in STUDENT_PATHS]
+
+
 def _diff(committed: Path, fresh: Path) -> str:
     old = committed.read_text().splitlines(keepends=True) if committed.is_file() else []
     new = fresh.read_text().splitlines(keepends=True)
@@ -270,6 +396,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="fail with a diff if committed notebooks drifted"
     )
+    parser.add_argument(
+        "--student-dir",
+        type=Path,
+        metavar="DIR",
+        help="also write the student distribution (course_lib, released notebooks, pyproject.toml, "
+        "README.md) into DIR, e.g. a clone of the public student repository",
+    )
     args = parser.parse_args(argv)
     if args.check:
         problems = check()
@@ -280,10 +413,22 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("Notebooks are up to date.")
         return 0
+    if args.student_dir is not None:
+        try:  # refuse a wrong folder before anything is written
+            _student_dir(args.student_dir)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     build()
     print(
         f"Synced {SOURCE_NOTEBOOK.relative_to(ROOT)}; wrote {RELEASE_NOTEBOOK.relative_to(ROOT)}."
     )
+    if args.student_dir is not None:
+        build_student_distribution(args.student_dir)
+        print(
+            f"Wrote the student distribution to {args.student_dir} (installs course_lib only; "
+            f"students reach it at {STUDENT_REPO_URL})."
+        )
     return 0
 
 

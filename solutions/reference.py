@@ -60,9 +60,10 @@ def make_model(n_actions):
     ReLU layers, 0.01 for the policy head (so the first policy is almost uniform) and 1 for the
     value head; all biases zero.
 
-    Pitfalls: ``nn.Conv2d`` refuses uint8 tensors: convert with ``.float()`` and scale by 1/255
-    (inputs of order 1 keep the first activations and gradients sane); return values of shape
-    (N,), not (N, 1), or ``targets - values`` broadcasts to (N, N) without an error.
+    Pitfalls: ``nn.Conv2d`` refuses uint8 tensors ("Input type (unsigned char) and bias type
+    (float) should be the same"): the input must become float, scaled by 1/255 (inputs of order 1
+    keep the first activations and gradients sane); return values of shape (N,), not (N, 1), or
+    ``targets - values`` broadcasts to (N, N) without an error.
 
     Args:
         n_actions: number of discrete actions A (``env.single_action_space.n``).
@@ -116,18 +117,16 @@ class Policy:
 
     ``act`` receives the numpy observations of the N envs, ``uint8 (N, 4, 84, 84)``, and returns::
 
-        "actions":   np.ndarray int64 (N,)   sampled from softmax(logits), one per env
-        "logits":    torch (N, A)            with autograd graph
-        "log_probs": torch (N,)              log pi(a_i | s_i) of the sampled actions, with graph
-        "values":    torch (N,)              V(s_i), with graph
+        "actions":   int64 (N,)      sampled from softmax(logits), one per env: a numpy array
+                                     or an integer torch tensor (the runner converts it)
+        "logits":    torch (N, A)    with autograd graph
+        "log_probs": torch (N,)      log pi(a_i | s_i) of the sampled actions, with graph
+        "values":    torch (N,)      V(s_i), with graph
 
-    The tensors keep their graph because A2C backpropagates through them later (called under
-    ``torch.no_grad()``, as ``python -m solutions.train`` does, they have none and A2C recomputes
-    them from the observations).
+    The tensors keep their autograd graph: A2C backpropagates through them after T steps.
 
-    Pitfalls: put the input on the model's device (``next(model.parameters()).device``);
-    the actions go back to the environments, so return them as a CPU numpy int64 array;
-    ``log_softmax`` is numerically safer than ``log(softmax)``.
+    Pitfalls: the model's parameters may live on a GPU, the observations are numpy arrays on the
+    CPU; ``log_softmax`` is numerically safer than ``log(softmax)``.
     """
 
     def __init__(self, model):
@@ -135,6 +134,8 @@ class Policy:
 
     def act(self, inputs):
         ### BEGIN SOLUTION
+        # (python -m solutions.train calls act under torch.no_grad() and A2C.loss recomputes the
+        # graph in one batch; the notebook keeps the graph from here.)
         device = next(self.model.parameters()).device
         inputs = np.asarray(inputs)
         if not inputs.flags.writeable:  # torch warns on read-only arrays: copy those only
@@ -174,7 +175,9 @@ class ComputeValueTargets:
     tensors), on the model's device, **without autograd graph** (targets are constants; a graph
     here would let the value loss push the bootstrap value around).
 
-    Pitfalls: ``resets`` are numpy bools, cast them before ``1 - d``; bootstrap from the
+    Pitfalls: ``resets`` are numpy bool arrays, and ``1 - d`` works on those (it gives int64),
+    but a torch bool tensor refuses it ("Subtraction, the ``-`` operator, with a bool tensor is
+    not supported"): convert bool tensors to float before ``1 - d``; bootstrap from the
     observation *after* the last step (``trajectory["state"]["latest_observation"]``), not from
     the last observation in ``trajectory["observations"]``.
     """
@@ -211,16 +214,16 @@ class MergeTimeBatch:
     """Merges time and env axes, in place: every per-step list becomes one ``(T*N, ...)`` batch.
 
     The runner stores T steps as lists of per-step arrays: ``observations`` T x ``(N, 4, 84, 84)``,
-    ``log_probs`` T x ``(N,)``, and so on; ``value_targets`` may be a list or a ``(T, N)`` tensor.
-    After this transform each of them is a single array (numpy stays numpy, torch stays torch)::
+    ``log_probs`` T x ``(N,)``, and so on. ``value_targets`` may be a list of T ``(N,)`` or one
+    ``(T, N)`` tensor, and so may ``advantages`` (with the GAE bonus, part 6). After this
+    transform each of them is a single array of B = T * N rows, numpy stays numpy and torch stays
+    torch (with its graph), in **time-major** order::
 
-        row t * N + i  =  step t, env i          (time-major: stack over t, then flatten)
+        row t * N + i  =  step t, env i
 
-    so every key lines up row by row and A2C can work with flat batches.
-    ``trajectory["state"]`` is left untouched.
-
-    Pitfalls: ``torch.stack``/``np.stack`` (new leading axis T) then ``reshape(T * N, ...)``;
-    ``torch.cat`` gives the same order, but transposing first would give env-major rows.
+    e.g. T = 3, N = 2, rewards ``[[1, 0], [0, 1], [2, 3]]`` (T arrays (N,)) -> ``[1, 0, 0, 1, 2, 3]``
+    (env-major order would give ``[1, 0, 2, 0, 1, 3]``). Every key uses the same order, so that
+    row b of ``log_probs`` meets row b of the targets. ``trajectory["state"]`` is left untouched.
     """
 
     def __call__(self, trajectory):
@@ -245,34 +248,25 @@ class MergeTimeBatch:
 class A2C:
     """One A2C update from a merged trajectory (``MergeTimeBatch`` already applied).
 
-    With B = T * N rows (all tensors ``(B,)`` except ``logits (B, A)``)::
+    With B = T * N rows, all ``(B,)`` except ``logits (B, A)``; pi = softmax(logits),
+    log pi(a_t | s_t) = ``log_probs``, V(s_t) = ``values``, v_t = ``value_targets``::
 
-        advantages  A_t = value_targets_t - values_t          (use A_t.detach() in the policy loss)
-        policy_loss     = -mean(log_probs_t * A_t.detach())   log pi(a_t | s_t) = log_probs_t
-        value_loss      =  mean((value_targets_t - values_t) ** 2)
-        entropy         =  mean(-sum_a pi(a | s_t) log pi(a | s_t))
-        loss            =  policy_loss + value_loss_coef * value_loss - entropy_coef * entropy
+        advantages   A_t = v_t - V(s_t)                   a constant weight: no gradient flows
+                                                          through it into V
+        policy_loss  = -mean_t( log pi(a_t | s_t) * A_t )
+        value_loss   =  mean_t( (v_t - V(s_t)) ** 2 )
+        entropy      =  mean_t( -sum_a pi(a | s_t) log pi(a | s_t) )
+        loss         =  policy_loss + value_loss_coef * value_loss - entropy_coef * entropy
 
-    The minus sign before the entropy rewards exploration: a near-uniform policy has high entropy.
-    If the trajectory already holds ``advantages`` (from :class:`ComputeGAE`), those are used
-    instead of ``value_targets - values``.
+    If the trajectory holds ``advantages`` (from :class:`ComputeGAE`), they replace v_t - V(s_t).
+    The rollout's ``log_probs``, ``values`` and ``logits`` carry their autograd graph.
 
-    Two ways to get the log-probs and values with their graph, both correct:
-
-    * use the ones stored by ``Policy.act`` during the rollout (the graphs of T batches of N);
-    * if the rollout ran without graph (``policy.act`` under ``torch.no_grad()``), recompute them
-      with ``policy.model`` on the merged ``observations (B, 4, 84, 84)`` and ``actions (B,)``:
-      one batch of B instead of T batches of N, which backpropagates faster on a CPU.
-
-    ``step(trajectory)`` does ``zero_grad``, ``backward``, ``clip_grad_norm_(max_grad_norm)``
-    (the returned norm is the one *before* clipping) and ``optimizer.step()``, and returns a dict
-    of Python floats: at least ``loss``, ``policy_loss``, ``value_loss``, ``entropy``,
-    ``grad_norm``; plus debugging series: ``explained_variance`` = 1 - Var(targets - values) /
-    Var(targets) (1 is a perfect critic, <= 0 is no better than a constant) and the mean/std
-    of the advantages.
-
-    Pitfalls: forgetting ``.detach()`` on the advantages makes the policy loss train the critic
-    too; ``values`` of shape (B, 1) against targets (B,) silently broadcast to (B, B).
+    ``step(trajectory)`` makes one optimizer step on ``loss`` with fresh gradients whose global
+    L2 norm (over all parameters) is clipped to ``max_grad_norm``, and returns a dict of Python
+    floats with at least ``loss``, ``policy_loss``, ``value_loss``, ``entropy`` and
+    ``grad_norm`` (the norm *before* clipping). The reference adds ``explained_variance`` =
+    1 - Var(v - V) / Var(v) (1: a perfect critic, <= 0: no better than a constant) and the mean
+    and std of the advantages, for the training dashboard.
     """
 
     def __init__(
@@ -289,9 +283,33 @@ class A2C:
         self.entropy_coef = entropy_coef
         self.max_grad_norm = max_grad_norm
 
+    def step(self, trajectory):
+        """One clipped gradient step on the A2C loss; returns a dict of floats (see above)."""
+        ### BEGIN SOLUTION
+        # The loss terms are computed by the helper method `loss` below (the students' release
+        # has `step` only: this whole span, `loss` included, becomes its stub).
+        terms = self.loss(trajectory)
+        self.optimizer.zero_grad(set_to_none=True)
+        terms["loss"].backward()
+        grad_norm = nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.max_grad_norm)
+        with torch.no_grad():  # statistics of this batch, before the parameters change
+            values = terms.pop("values").detach()
+            targets = torch.as_tensor(trajectory["value_targets"], device=values.device)
+            target_var = targets.var(unbiased=False)
+            explained_variance = 1.0 - (targets - values).var(unbiased=False) / target_var
+            advantages = terms.pop("advantages")
+            stats = {key: terms[key].detach() for key in ("loss", "policy_loss", "value_loss")}
+            stats["entropy"] = terms["entropy"].detach()
+            stats["grad_norm"] = grad_norm.detach().to(values.device)  # before clipping
+            stats["explained_variance"] = explained_variance
+            stats["advantage_mean"] = advantages.mean()
+            stats["advantage_std"] = advantages.std(unbiased=False)
+            numbers = torch.stack(list(stats.values())).tolist()  # one device-to-host copy
+        self.optimizer.step()
+        return dict(zip(stats, numbers, strict=True))
+
     def loss(self, trajectory):
         """The loss terms as tensors: loss, policy_loss, value_loss, entropy, advantages, values."""
-        ### BEGIN SOLUTION
         logits, log_probs, values = (trajectory[k] for k in ("logits", "log_probs", "values"))
         if not values.requires_grad:  # rollout without graph: recompute in one batch of B
             device = next(self.policy.model.parameters()).device
@@ -319,30 +337,6 @@ class A2C:
             "advantages": advantages,
             "values": values,
         }
-        ### END SOLUTION
-
-    def step(self, trajectory):
-        """One gradient step on ``loss(trajectory)``; returns a dict of floats (see above)."""
-        ### BEGIN SOLUTION
-        terms = self.loss(trajectory)
-        self.optimizer.zero_grad(set_to_none=True)
-        terms["loss"].backward()
-        grad_norm = nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.max_grad_norm)
-        with torch.no_grad():  # statistics of this batch, before the parameters change
-            values = terms.pop("values").detach()
-            targets = torch.as_tensor(trajectory["value_targets"], device=values.device)
-            target_var = targets.var(unbiased=False)
-            explained_variance = 1.0 - (targets - values).var(unbiased=False) / target_var
-            advantages = terms.pop("advantages")
-            stats = {key: terms[key].detach() for key in ("loss", "policy_loss", "value_loss")}
-            stats["entropy"] = terms["entropy"].detach()
-            stats["grad_norm"] = grad_norm.detach().to(values.device)  # before clipping
-            stats["explained_variance"] = explained_variance
-            stats["advantage_mean"] = advantages.mean()
-            stats["advantage_std"] = advantages.std(unbiased=False)
-            numbers = torch.stack(list(stats.values())).tolist()  # one device-to-host copy
-        self.optimizer.step()
-        return dict(zip(stats, numbers, strict=True))
         ### END SOLUTION
 
 

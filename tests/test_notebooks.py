@@ -1,7 +1,8 @@
 """The course notebooks: is the release a fresh build, free of solutions, and do both notebooks run?
 
 The executing tests use real ROMs and a kernel (``rom`` and ``slow``); the training cell shrinks
-to a few seconds because ``A2C_KIT_QUICK=1``.
+to a few seconds because ``A2C_KIT_QUICK=1``. They run a notebook as a user does after the
+README's install: Jupyter starts the kernel in the notebook's own folder, with no ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -30,15 +31,22 @@ def _cells(path: Path) -> dict[str, nbformat.NotebookNode]:
     return {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells if "nbgrader" in c.metadata}
 
 
-def _execute(path: Path, tmp_path: Path, allow_errors: bool) -> nbformat.NotebookNode:
+def _execute(path: Path, allow_errors: bool) -> nbformat.NotebookNode:
+    """Run ``path`` top to bottom as Jupyter's *Run All* does: kernel in the notebook's folder.
+
+    The kernel inherits this process's environment, less ``PYTHONPATH``, plus ``A2C_KIT_QUICK=1``.
+    Files the notebook writes into its folder (plots, video) are removed afterwards.
+    """
     nb = nbformat.read(path, as_version=4)
-    env = {"A2C_KIT_QUICK": "1", "PYTHONPATH": str(ROOT)}
-    old = {key: os.environ.get(key) for key in env}
-    os.environ.update(env)  # the kernel inherits this process's environment
+    folder = path.parent
+    before = set(folder.iterdir())
+    old = {key: os.environ.get(key) for key in ("A2C_KIT_QUICK", "PYTHONPATH")}
+    os.environ["A2C_KIT_QUICK"] = "1"
+    os.environ.pop("PYTHONPATH", None)
     try:
         client = NotebookClient(
             nb, timeout=240, kernel_name="python3", allow_errors=allow_errors,
-            resources={"metadata": {"path": str(tmp_path)}},
+            resources={"metadata": {"path": str(folder)}},
         )  # fmt: skip
         client.execute()
     finally:
@@ -47,6 +55,10 @@ def _execute(path: Path, tmp_path: Path, allow_errors: bool) -> nbformat.Noteboo
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        nb.metadata["written_files"] = sorted(p.name for p in set(folder.iterdir()) - before)
+        for new in set(folder.iterdir()) - before:
+            if new.is_file():
+                new.unlink()
     return nb
 
 
@@ -93,11 +105,11 @@ def test_release_has_no_solution_and_no_autograder():
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
 
 
-def test_setup_cell_and_badge_carry_the_repository_url():
-    """Is COURSE_REPO_URL written into the setup cell and the Colab badge of both notebooks?"""
+def test_setup_cell_and_badge_carry_the_student_repository_url():
+    """Is STUDENT_REPO_URL written into the setup cell and the Colab badge of both notebooks?"""
     for path in (SOURCE, RELEASE):
         nb = nbformat.read(path, as_version=4)
-        assert f'COURSE_REPO_URL = "{bn.COURSE_REPO_URL}"' in _cells(path)["setup"].source
+        assert f'STUDENT_REPO_URL = "{bn.STUDENT_REPO_URL}"' in _cells(path)["setup"].source
         assert bn.colab_url() in nb.cells[0].source
         assert "apt-get" not in nbformat.writes(nb)
 
@@ -121,7 +133,7 @@ def test_sync_rejects_missing_regions_and_cells(tmp_path):
 
 
 def test_colab_url_validates_the_repository_address():
-    """Is a non-GitHub COURSE_REPO_URL refused with a message that shows the expected form?"""
+    """Is a non-GitHub STUDENT_REPO_URL refused with a message that shows the expected form?"""
     assert bn.colab_url("https://github.com/o/r.git").endswith(
         "github/o/r/blob/main/notebooks/a2c.ipynb"
     )
@@ -132,13 +144,16 @@ def test_colab_url_validates_the_repository_address():
 # ------------------------------------------------------------------ execution
 @pytest.mark.slow
 @pytest.mark.rom
-def test_solution_notebook_runs_and_passes_nbgrader_validation(tmp_path):
-    """Does the source run headless in quick mode, with every graded cell at full points?
+def test_solution_notebook_runs_as_a_self_learner_runs_it(tmp_path):
+    """Does solutions/a2c.ipynb run top to bottom, hidden tests included, as *Run All* runs it?
 
-    nbclient executes it once; nbgrader's own Validator (without re-executing) then checks the
-    grade cells, which is what ``nbgrader validate`` does after its execution step.
+    The self-learner's path: the README's install, ``jupyter lab`` in the checkout, the kernel in
+    ``solutions/``, no ``PYTHONPATH`` (so ``import autograder`` must come from the install).
+    nbclient executes it once; nbgrader's own Validator (without re-executing) then checks that
+    every graded cell scores full points, which is what ``nbgrader validate`` does after its
+    execution step.
     """
-    nb = _execute(SOURCE, tmp_path, allow_errors=True)
+    nb = _execute(SOURCE, allow_errors=True)
     errors = [
         (c.metadata.get("nbgrader", {}).get("grade_id"), o.ename, o.evalue)
         for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
@@ -148,14 +163,15 @@ def test_solution_notebook_runs_and_passes_nbgrader_validation(tmp_path):
     nbformat.write(nb, executed)
     results = Validator(preprocessors=[]).validate(str(executed))
     assert results == {}, results
-    assert (tmp_path / "a2c_agent.mp4").is_file() or (tmp_path / "a2c_agent.gif").is_file()
+    written = nb.metadata["written_files"]
+    assert "a2c_agent.mp4" in written or "a2c_agent.gif" in written, written
 
 
 @pytest.mark.slow
 @pytest.mark.rom
 def test_release_fails_at_the_first_todo_and_passes_inverted_validation(tmp_path):
     """Does the untouched release stop at the first stub with NotImplementedError and fail every test?"""
-    nb = _execute(RELEASE, tmp_path, allow_errors=True)
+    nb = _execute(RELEASE, allow_errors=True)
     first_error = next(
         (c, o)
         for c in nb.cells
@@ -175,7 +191,7 @@ def test_release_fails_at_the_first_todo_and_passes_inverted_validation(tmp_path
 @pytest.mark.rom
 def test_nbgrader_validate_cli_inverted_on_the_release(tmp_path):
     """Does the real ``nbgrader validate --invert`` accept the untouched release?"""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     copy = tmp_path / "a2c.ipynb"
     copy.write_bytes(RELEASE.read_bytes())
     result = subprocess.run(
@@ -187,9 +203,9 @@ def test_nbgrader_validate_cli_inverted_on_the_release(tmp_path):
 
 
 @pytest.mark.rom
-def test_environment_tour_runs(tmp_path):
+def test_environment_tour_runs():
     """Does the ungraded environment tour run top to bottom without errors?"""
-    nb = _execute(ENV_TOUR, tmp_path, allow_errors=False)
+    nb = _execute(ENV_TOUR, allow_errors=False)
     assert any(
         o.output_type == "display_data"
         for c in nb.cells

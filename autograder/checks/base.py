@@ -11,17 +11,15 @@ reference run through the same probe on the same case (:func:`reference_observat
 
 from __future__ import annotations
 
-import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
 from course_lib.checks import CheckFailed
-from course_lib.checks.harness import SEED, guarded
+from course_lib.checks.harness import SEED, guarded, seed_all, state_kept
 from course_lib.checks.probes import run_probe
 from course_lib.checks.record import array_of, describe, dumps
 
@@ -67,16 +65,9 @@ def reference_observation(candidate: Any, probe: str, case: dict[str, Any]) -> d
     key = f"{getattr(candidate, '__qualname__', candidate)}|{probe}|{dumps(case)}"
     with _LOCK:
         if key not in _CACHE:
-            states = random.getstate(), np.random.get_state(), torch.get_rng_state()
-            random.seed(SEED)
-            np.random.seed(SEED)
-            torch.manual_seed(SEED)
-            try:
+            with state_kept():
+                seed_all(SEED)
                 record = guarded(lambda: run_probe(probe, candidate, case), None)
-            finally:
-                random.setstate(states[0])
-                np.random.set_state(states[1])
-                torch.set_rng_state(states[2])
             if not record["ok"]:
                 raise RuntimeError(f"the reference failed probe {probe!r}: {record['error']}")
             _CACHE[key] = record["observation"]

@@ -36,7 +36,16 @@ import numpy as np
 from .probes import run_probe
 from .record import dumps, loads, student_error
 
-__all__ = ["StepTimeout", "guarded", "quiet", "record_part", "run_steps", "time_limit"]
+__all__ = [
+    "StepTimeout",
+    "guarded",
+    "quiet",
+    "record_part",
+    "run_steps",
+    "seed_all",
+    "state_kept",
+    "time_limit",
+]
 
 WALL_CLOCK_FACTOR = 4.0
 MAX_TIMEOUTS = 2
@@ -102,7 +111,7 @@ def quiet() -> Iterator[io.StringIO]:
 
 
 @contextlib.contextmanager
-def _state_kept() -> Iterator[None]:
+def state_kept() -> Iterator[None]:
     """Restore the random states, grad mode and default dtype the caller had."""
     import torch
 
@@ -117,6 +126,15 @@ def _state_kept() -> Iterator[None]:
         torch.set_rng_state(states[2])
         torch.set_grad_enabled(grad)
         torch.set_default_dtype(dtype)
+
+
+def seed_all(seed: int) -> None:
+    """Seed Python, numpy and torch, so a step sees the same random numbers every time."""
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
 
 
 def guarded(function: Callable[[], Any], seconds: float | None) -> dict[str, Any]:
@@ -138,10 +156,9 @@ def run_steps(
     candidate: Any, steps: list[dict[str, Any]], scale: float = 1.0
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(key, record)`` for each step of a part, each seeded and time-limited."""
-    import torch
 
     timeouts = 0
-    with _state_kept():
+    with state_kept():
         for index, step in enumerate(steps):
             if timeouts >= MAX_TIMEOUTS:
                 record = {
@@ -151,9 +168,7 @@ def run_steps(
                     "endless loop first",
                 }
             else:
-                random.seed(SEED + index)
-                np.random.seed(SEED + index)
-                torch.manual_seed(SEED + index)
+                seed_all(SEED + index)
                 seconds = None if step.get("seconds") is None else step["seconds"] * scale
                 record = guarded(
                     lambda step=step: run_probe(step["probe"], candidate, step["case"]), seconds

@@ -201,7 +201,7 @@ def _snapshot(trajectory: dict[str, Any]) -> dict[str, Any]:
             return value.detach().clone()
         if isinstance(value, dict):
             return {k: freeze(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
+        if isinstance(value, (tuple, list)):
             return [freeze(v) for v in value]
         return copy.deepcopy(value)
 
@@ -237,7 +237,7 @@ def _same(old: Any, new: Any) -> bool:
 
 
 def _has_graph(value: Any) -> bool:
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (tuple, list)):
         return any(_has_graph(item) for item in value)
     return isinstance(value, torch.Tensor) and value.requires_grad
 

@@ -77,7 +77,7 @@ def capture(value: Any, data: bool = True, depth: int = 0) -> dict[str, Any]:
         return {"kind": "bool", "value": bool(value)}
     if isinstance(value, (int, float, np.integer, np.floating)):
         return {"kind": "number", "type": type(value).__name__, "value": float(value)}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (tuple, list)):
         items = [capture(item, data, depth + 1) for item in value[:64]]
         return {"kind": type(value).__name__, "len": len(value), "items": items}
     if isinstance(value, dict):
@@ -177,7 +177,7 @@ def _encode(value: Any, depth: int = 0) -> Any:
         }
     if isinstance(value, dict):
         return {str(key): _encode(item, depth + 1) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (tuple, list)):
         return [_encode(item, depth + 1) for item in value]
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         return value.item()

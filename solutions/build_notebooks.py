@@ -42,6 +42,8 @@ from pathlib import Path
 
 import nbformat
 
+from solutions.parts import PARTS
+
 __all__ = [
     "STUDENT_REPO_URL",
     "build",
@@ -74,15 +76,7 @@ STUDENT_README = ROOT / "solutions" / "student_readme.md"
 STUDENT_PATHS = ("course_lib", "notebooks", "pyproject.toml", "README.md", ".gitignore")
 ASSIGNMENT = "a2c"
 #: The regions the notebook needs: the import cell and the graded parts, in notebook order.
-REQUIRED_PARTS = (
-    "imports",
-    "model",
-    "policy",
-    "compute_value_targets",
-    "merge_time_batch",
-    "a2c",
-    "gae",
-)
+REQUIRED_PARTS = ("imports", *PARTS)
 
 _BEGIN = re.compile(r"^# %% \[part: (?P<key>[A-Za-z0-9_]+)\]\s*$")
 _END = re.compile(r"^# %% \[end part: (?P<key>[A-Za-z0-9_]+)\]\s*$")

@@ -26,6 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 # %% [end part: imports]
+from solutions.parts import PARTS
 
 __all__ = [
     "A2C",
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 #: The graded parts, in notebook order (each one a region of this file).
-PART_KEYS = ("model", "policy", "compute_value_targets", "merge_time_batch", "a2c", "gae")
+PART_KEYS = tuple(PARTS)
 
 
 # %% [part: model]

@@ -24,23 +24,15 @@ from __future__ import annotations
 
 import importlib
 
+from solutions.parts import BONUS_PARTS, PARTS
+
 from .base import SubCheck
 
 __all__ = ["BONUS_PARTS", "PART_KEYS", "PART_NAMES", "subchecks"]
 
-#: The student's name each part key grades.
-PART_NAMES = {
-    "model": "make_model",
-    "policy": "Policy",
-    "compute_value_targets": "ComputeValueTargets",
-    "merge_time_batch": "MergeTimeBatch",
-    "a2c": "A2C",
-    "gae": "ComputeGAE",
-}
+#: The student's name each part key grades (the course's one list, ``solutions.parts``).
+PART_NAMES = PARTS
 PART_KEYS = tuple(PART_NAMES)
-#: Bonus parts: their points count in ``total`` but not in ``max_total``, so a student who
-#: skips them can still reach full marks (nbgrader itself has no notion of bonus points).
-BONUS_PARTS = frozenset({"gae"})
 
 
 def subchecks(part_key: str) -> tuple[SubCheck, ...]:

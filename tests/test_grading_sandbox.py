@@ -213,7 +213,9 @@ def test_hostile_notebook_gains_nothing(graded_class, attack):
         assert "provisional total 0 (not a grade)" in row["notes"], row
     assert row["sandboxed"] == "yes"
     html = (out / "feedback" / f"h_{attack}.html").read_text(encoding="utf-8")
-    assert "FORGED-SCRIPT" not in html and "HIDDEN TESTS" not in html
+    # The attack's source is shown escaped (&lt;script&gt;); its output must not be there at all.
+    assert "<script>document.title = 'FORGED-SCRIPT'" not in html
+    assert "HIDDEN TESTS" not in html
 
 
 def test_hostile_class_left_the_machine_as_it_was(graded_class, loopback_server):

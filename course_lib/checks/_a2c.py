@@ -87,10 +87,12 @@ def check_a2c(
             )
         if isinstance(stats[key], torch.Tensor):
             _fail(
-                part, f"`{key}` is a tensor; return plain floats.", hint="use .item() on each loss."
+                part,
+                f"`{key}` is a tensor; return plain floats.",
+                hint="return Python numbers (a tensor keeps its graph, and GPU memory, alive in your logs).",
             )
     hints = {
-        "policy_loss": "policy_loss = -mean(log_probs * advantages.detach()), advantages = targets - values.",
+        "policy_loss": "policy_loss = -mean(log_probs * sg[advantages]), advantages = targets - values (sg: no gradient through them).",
         "value_loss": "value_loss = mean((value_targets - values) ** 2): a mean, not a sum, no 0.5 factor.",
         "entropy": "entropy = mean over the batch of -sum_a pi(a) log pi(a), pi = softmax(logits).",
         "loss": "loss = policy_loss + value_loss_coef * value_loss - entropy_coef * entropy (minus: the bonus).",
@@ -121,7 +123,7 @@ def check_a2c(
             "wrong gradient on the values.",
             np.array(_A2C_VALUE_GRAD),
             -step,
-            "advantages.detach() in the policy loss: only the value loss may move V.",
+            "no gradient may flow through the advantages in the policy loss: only the value loss moves V.",
         )
     if not math.isclose(float(stats["grad_norm"]), _A2C_GRAD_NORM, abs_tol=1e-4):
         _fail(
@@ -129,7 +131,7 @@ def check_a2c(
             "grad_norm should be the total norm before clipping.",
             round(_A2C_GRAD_NORM, 5),
             float(stats["grad_norm"]),
-            "grad_norm = clip_grad_norm_(parameters, max_grad_norm).",
+            "report the total gradient norm measured before clipping.",
         )
     _ok(
         f"A2C losses: policy {stats['policy_loss']:.4f}, value {stats['value_loss']:.4f}, "

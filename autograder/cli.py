@@ -144,6 +144,9 @@ def _grade_all(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
+    for name in ("path", "out", "source", "course"):  # nbgrader changes the working directory
+        if getattr(args, name, None) is not None:
+            setattr(args, name, getattr(args, name).resolve())
     try:
         if args.command == "grade":
             return _grade(args)

@@ -116,7 +116,9 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
     found: list[tuple[Path, Path | None]] = []  # (notebook, root it was found under)
     archives: dict[Path, Path] = {}  # root of an unpacked archive -> the archive
     problems: list[Problem] = []
-    for given in map(Path, inputs):
+    # Absolute paths: nbgrader changes the working directory while it converts a notebook, and
+    # gradings run in parallel threads.
+    for given in (Path(item).resolve() for item in inputs):
         if given.is_dir():
             found += [(path, given) for path in _notebooks(given)]
         elif given.suffix.lower() == ".zip" and given.is_file():

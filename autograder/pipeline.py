@@ -183,8 +183,12 @@ class Grader:
         self.timeout = check_timeout(timeout)
         self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
         self._own_dir = workdir is None
+        # Every path absolute: nbgrader changes the working directory while it converts a
+        # notebook, and gradings run in parallel threads.
         self.workdir = Path(tempfile.mkdtemp(prefix="a2c-grading-") if workdir is None else workdir)
+        self.workdir = self.workdir.resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
+        source_notebook = Path(source_notebook).resolve()
         self.template = build_template(self.workdir / "template", source_notebook)
         self._files = {
             name: data
@@ -250,8 +254,8 @@ class Grader:
         With ``feedback_dir``, the feedback HTML is copied to ``feedback_dir/<student>.html``.
         """
         start = time.perf_counter()
-        path = Path(path)
-        student = student or student_id(path.resolve()) or "student"
+        path = Path(path).resolve()
+        student = student or student_id(path) or "student"
         result = GradeResult(student, source=str(path))
         try:
             nb = read_submission(path)
@@ -375,7 +379,7 @@ def grade_many(
 
     jobs = check_jobs(jobs)
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    out = Path(out)
+    out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     feedback_dir = out / "feedback" if feedback else None
     results: list[GradeResult] = []

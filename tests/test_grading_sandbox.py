@@ -249,3 +249,14 @@ def test_persistent_attacks_then_honest_grades_are_exact(tmp_path):
     assert not marker.exists()
     assert _survivors() == []
     assert _snapshot() == before
+
+
+def test_without_the_sandbox_every_result_says_so(tmp_path):
+    """Where bubblewrap cannot start (here: --no-sandbox), is grading still apart, and loud?"""
+    (tmp_path / "zoe.ipynb").write_bytes(RELEASE.read_bytes())
+    done = _cli("grade", "zoe.ipynb", "--json", "--no-sandbox", cwd=tmp_path)
+    report = json.loads(done.stdout)
+    assert report["sandboxed"] is False and "NOT SANDBOXED" in report["notes"]
+    assert report["status"] == "graded" and report["total"] == 0.0
+    table = _cli("grade", "zoe.ipynb", "--no-sandbox", cwd=tmp_path)
+    assert "WARNING: NOT SANDBOXED" in table.stdout

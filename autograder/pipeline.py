@@ -48,6 +48,7 @@ from typing import Any
 
 import nbformat
 
+from course_lib.checks.harness import PLAN_VARIABLE, RECORDS_VARIABLE
 from course_lib.checks.record import RecordError, dumps, loads
 
 from .checks import PART_NAMES
@@ -212,9 +213,7 @@ class Grader:
     def _run_notebook(self, nb: nbformat.NotebookNode, scratch: Path, threads: int):
         (scratch / "work").mkdir(parents=True)
         (scratch / "home").mkdir()
-        run = with_probe_cells(
-            nb, self._names, f"{_GRADER_DIR}/plan.json", f"{SCRATCH}/records"
-        )
+        run = with_probe_cells(nb, self._names)
         nbformat.write(run, scratch / "work" / "a2c.ipynb")
         env = {
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
@@ -223,6 +222,8 @@ class Grader:
             "LANG": "C.UTF-8",
             "PYTHONPATH": _LIB_DIR,
             "PYTHONDONTWRITEBYTECODE": "1",
+            PLAN_VARIABLE: f"{_GRADER_DIR}/plan.json",
+            RECORDS_VARIABLE: f"{SCRATCH}/records",
             "A2C_KIT_QUICK": "1",
             "NBGRADER_EXECUTION": "autograde",
             "MPLBACKEND": "Agg",

@@ -173,13 +173,12 @@ def graded_part(cell: dict[str, Any]) -> str | None:
 PROBE_CELL = "a2c_grader_probe"
 
 
-def with_probe_cells(
-    nb: NotebookNode, names: dict[str, str], plan_file: str, records_dir: str
-) -> NotebookNode:
+def with_probe_cells(nb: NotebookNode, names: dict[str, str]) -> NotebookNode:
     """A copy of ``nb`` with a probe cell after each autograded cell of a part in ``names``.
 
     The probe cell hands the student's name for the part (``names[part]``), as defined at that
-    point of the notebook, to :func:`course_lib.checks.harness.record_part`.
+    point of the notebook, to :func:`course_lib.checks.harness.record_part` (which finds the
+    plan and the records folder through environment variables).
     """
     run = nbformat.from_dict(json.loads(json.dumps(nb)))
     cells = []
@@ -191,8 +190,7 @@ def with_probe_cells(
         if part in names:
             source = (
                 "from course_lib.checks.harness import record_part as _a2c_grader_record\n"
-                f"_a2c_grader_record({part!r}, globals().get({names[part]!r}), "
-                f"{plan_file!r}, {records_dir!r})"
+                f"_a2c_grader_record({part!r}, globals().get({names[part]!r}))"
             )
             probe = nbformat.v4.new_code_cell(source, metadata={PROBE_CELL: part})
             probe["id"] = f"a2c-probe-{index}"

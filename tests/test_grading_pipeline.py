@@ -301,7 +301,7 @@ def test_read_records_keeps_planned_records_and_flags_malformed_ones(tmp_path: P
 def test_probe_cells_follow_graded_cells_and_outputs_merge_safely() -> None:
     """Is a probe cell added after each graded cell, and are only safe outputs merged back?"""
     nb = tiny_submission()
-    run = with_probe_cells(nb, {"add": "add", "mul": "mul"}, "/grader/plan.json", "/out")
+    run = with_probe_cells(nb, {"add": "add", "mul": "mul"})
     ids = [
         c.metadata.get("nbgrader", {}).get("grade_id") or c.metadata.get(PROBE_CELL)
         for c in run.cells

@@ -252,9 +252,10 @@ def test_persistent_attacks_then_honest_grades_are_exact(tmp_path):
 
 
 def test_without_the_sandbox_every_result_says_so(tmp_path):
-    """Where bubblewrap cannot start (here: --no-sandbox), is grading still apart, and loud?"""
-    (tmp_path / "zoe.ipynb").write_bytes(RELEASE.read_bytes())
+    """Where bubblewrap cannot start (here: --no-sandbox), is grading still right, and loud?"""
+    nbformat.write(course_submission(), tmp_path / "zoe.ipynb")
     done = _cli("grade", "zoe.ipynb", "--json", "--no-sandbox", cwd=tmp_path)
     report = json.loads(done.stdout)
     assert report["sandboxed"] is False and "NOT SANDBOXED" in report["notes"]
-    assert report["status"] == "graded" and report["total"] == 0.0
+    assert report["status"] == "graded" and report["total"] == 14.0, report
+    assert {key: part["score"] for key, part in report["parts"].items()} == FULL

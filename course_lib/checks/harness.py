@@ -177,14 +177,20 @@ def run_steps(
             yield step["key"], record
 
 
-def record_part(part: str, candidate: Any, plan_file: str, out_dir: str) -> None:
+#: Environment variables naming the plan file and the records folder of a grading run.
+PLAN_VARIABLE, RECORDS_VARIABLE = "A2C_GRADER_PLAN", "A2C_GRADER_RECORDS"
+
+
+def record_part(part: str, candidate: Any) -> None:
     """Run the plan's steps for ``part`` on ``candidate``; write one record file per step.
 
-    ``candidate`` is ``None`` when the notebook does not define the part's name.
+    The plan file and the records folder are named by the environment variables
+    :data:`PLAN_VARIABLE` and :data:`RECORDS_VARIABLE` (set by the grader for the process that
+    runs the notebook). ``candidate`` is ``None`` when the notebook does not define the name.
     """
-    plan = loads(Path(plan_file).read_text())
+    plan = loads(Path(os.environ[PLAN_VARIABLE]).read_text())
     steps = plan["parts"].get(part, [])
-    out = Path(out_dir)
+    out = Path(os.environ[RECORDS_VARIABLE])
     out.mkdir(parents=True, exist_ok=True)
     if candidate is None:
         missing = {"ok": False, "timed_out": False, "missing": True, "error": "not defined"}

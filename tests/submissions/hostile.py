@@ -107,9 +107,10 @@ import course_lib.checks.probes as _probes
 _forged = {"ok": True, "passed": True, "score": 99.0, "observation": {}}
 _harness.guarded = lambda function, seconds: dict(_forged)
 _probes.run_probe = lambda *a, **k: {}
-def _record_part(part, candidate, plan_file, out_dir):
+def _record_part(part, candidate):
     from course_lib.checks.record import dumps, loads
-    plan = loads(open(plan_file).read())
+    plan = loads(open(os.environ["A2C_GRADER_PLAN"]).read())
+    out_dir = os.environ["A2C_GRADER_RECORDS"]
     os.makedirs(out_dir, exist_ok=True)
     for step in plan["parts"].get(part, []):
         with open(os.path.join(out_dir, f"{part}.{step['key']}.json"), "w") as out:

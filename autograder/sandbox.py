@@ -83,10 +83,12 @@ def _bwrap_command(
             kind = "--ro-bind" if not Path(folder).is_symlink() else "--symlink"
             target = os.readlink(folder) if kind == "--symlink" else folder
             command += [kind, target, folder]
+    # The private /tmp first: a Python or virtual environment that lives under /tmp (a CI
+    # clone, say) is then bound on top of it instead of being hidden by it.
+    command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     prefixes = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.prefix)}
     for prefix in sorted(prefixes):
         command += ["--ro-bind", str(prefix), str(prefix)]
-    command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for inside, outside in readonly.items():
         command += ["--ro-bind", str(outside), inside]
     command += ["--bind", str(scratch), SCRATCH, "--chdir", SCRATCH]

@@ -23,8 +23,14 @@ check                               candidate                          module
 :func:`check_a2c`                   the class ``A2C``                  :mod:`._a2c`
 =================================== ================================== ======================
 
-:mod:`._common` holds :class:`CheckFailed`, :func:`require_implemented`, the message helpers
-and the tiny table model and policy that the checks feed to one part at a time.
+:mod:`._common` holds :class:`CheckFailed`, :func:`require_implemented` and the message
+helpers. Shared with the course's grader (which runs them where your code runs, then judges
+what they report in its own process):
+
+* :mod:`.fixtures`: coded frames, tiny models and a policy that drive one part at a time;
+* :mod:`.probes`: run a part on given inputs and report what came back, as plain data;
+* :mod:`.record`: that plain data, described, encoded and decoded (no pickle);
+* :mod:`.harness`: runs the probes of a grading plan quietly, under time limits.
 """
 
 from ._a2c import _A2C_EXPECTED as _A2C_EXPECTED  # the tests guard the hand-worked numbers

@@ -322,12 +322,13 @@ class Grader:
                 "process with your user's rights; install bubblewrap (Linux) before trusting "
                 "this grade"
             )
+            now = tree_digest(self.template.lib)
             changed = sorted(
                 name
-                for name, digest in tree_digest(self.template.lib).items()
-                if self._lib_digest.get(name) != digest
+                for name in now.keys() | self._lib_digest.keys()
+                if self._lib_digest.get(name) != now.get(name)
             )
-            if changed or set(self._lib_digest) != set(tree_digest(self.template.lib)):
+            if changed:
                 result.status = "tampered: the notebook changed the grader's copy of course_lib"
                 result.notes.append("changed: " + ", ".join(changed[:10]))
         if malformed:

@@ -384,3 +384,20 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "timeout must be" in capsys.readouterr().err
     assert main(["grade", str(tmp_path / "missing.ipynb")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_unsandboxed_grading_flags_a_changed_course_lib_and_says_so(tmp_path: Path) -> None:
+    """Without the sandbox, is a notebook that changed the grader's course_lib copy flagged?"""
+    from types import SimpleNamespace
+
+    from autograder.pipeline import Grader
+
+    with Grader(workdir=tmp_path / "work") as grader:
+        (grader.template.lib / "course_lib" / "planted.py").write_text("x = 1\n")
+        (tmp_path / "scratch" / "records").mkdir(parents=True)
+        result = GradeResult("eve")
+        ran = SimpleNamespace(sandboxed=False, timed_out=False, output="", returncode=0)
+        grader._judge(result, tmp_path / "scratch", ran)
+    assert result.status.startswith("tampered") and "course_lib/planted.py" in result.notes[-1]
+    assert any("NOT SANDBOXED" in note for note in result.notes)
+    assert result.total == 0.0 and len(result.parts) == 6  # every part judged: no records, 0

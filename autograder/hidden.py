@@ -31,7 +31,15 @@ from course_lib.checks.harness import run_steps
 from .checks import PART_KEYS, PART_NAMES, subchecks
 from .checks.base import CheckFailed
 
-__all__ = ["PartResult", "SubResult", "grade_part", "judge_part", "make_plan", "run_part", "time_scale"]
+__all__ = [
+    "PartResult",
+    "SubResult",
+    "grade_part",
+    "judge_part",
+    "make_plan",
+    "run_part",
+    "time_scale",
+]
 
 
 def time_scale() -> float:
@@ -80,13 +88,20 @@ class PartResult:
 
 def _check_points(points: Any) -> float:
     if isinstance(points, bool) or not isinstance(points, numbers.Real) or not points >= 0:
-        raise ValueError(f"points must be a number >= 0 (the cell's nbgrader points), got {points!r}.")
+        raise ValueError(
+            f"points must be a number >= 0 (the cell's nbgrader points), got {points!r}."
+        )
     return float(points)
+
+
+def part_steps(part_key: str) -> list[dict[str, Any]]:
+    """The probe steps of one part, in order (plain data)."""
+    return [step for check in subchecks(part_key) for step in check.steps()]
 
 
 def make_plan(scale: float | None = None) -> dict[str, Any]:
     """Every part's probe steps, as plain data for the process that runs the notebook."""
-    parts = {key: [step for check in subchecks(key) for step in check.steps()] for key in PART_KEYS}
+    parts = {key: part_steps(key) for key in PART_KEYS}
     return {"parts": parts, "time_scale": time_scale() if scale is None else scale}
 
 
@@ -131,8 +146,7 @@ def judge_part(part_key: str, records: Mapping[str, dict[str, Any]], points: flo
 
 def run_part(part_key: str, candidate: Any, points: float, scale: float = 1.0) -> PartResult:
     """Probe ``candidate`` in this process and judge it; prints nothing, raises nothing."""
-    steps = make_plan(scale)["parts"][part_key]
-    records = dict(run_steps(candidate, steps, scale))
+    records = dict(run_steps(candidate, part_steps(part_key), scale))
     return judge_part(part_key, records, points)
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "describe",
     "fmt",
     "is_close",
+    "log_softmax",
     "reference_observation",
 ]
 
@@ -82,6 +83,12 @@ def fmt(value: Any, precision: int = 4) -> str:
     return np.array2string(
         array, precision=precision, separator=", ", threshold=40, edgeitems=3, max_line_width=200
     ).replace("\n", "")
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """log softmax over the last axis, in float64, stable for large logits."""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 def is_close(got: Any, expected: Any, rtol: float = 1e-4, atol: float = 1e-4) -> bool:

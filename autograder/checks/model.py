@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import CheckFailed, SubCheck, array_of, describe, fmt, is_close
+from .base import CheckFailed, SubCheck, array_of, describe, fmt, is_close, log_softmax
 
 __all__ = ["SUBCHECKS"]
 
@@ -107,8 +107,7 @@ def _not_saturated(obs: dict[str, Any], case: dict[str, Any]) -> None:
     logits, values = _pair(obs["output"], case["n"], case["n_actions"])
     if not (np.isfinite(logits).all() and np.isfinite(values).all()):
         raise CheckFailed("the model outputs inf or nan on random frames")
-    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    top = float((shifted / shifted.sum(axis=-1, keepdims=True)).max(axis=-1).mean())
+    top = float(np.exp(log_softmax(logits)).max(axis=-1).mean())
     if top > 0.99:
         raise CheckFailed(
             f"on random frames the untrained policy is already almost deterministic (mean largest "

@@ -23,7 +23,7 @@ import torch
 
 from course_lib.checks import fixtures
 
-from .base import CheckFailed, SubCheck, array_of, describe, fmt, is_close
+from .base import CheckFailed, SubCheck, array_of, describe, fmt, is_close, log_softmax
 
 __all__ = ["SUBCHECKS", "chi_square_p_value"]
 
@@ -103,11 +103,6 @@ def _types(obs: dict[str, Any], case: dict[str, Any]) -> None:
             raise CheckFailed(f"{key} should be a float tensor, got {describe(record)}")
 
 
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-
-
 def _outputs(obs: dict[str, Any], case: dict[str, Any]) -> None:
     _types(obs, case)
     want_logits, want_values = _expected(case["n"], case["init_seed"])
@@ -117,7 +112,7 @@ def _outputs(obs: dict[str, Any], case: dict[str, Any]) -> None:
         "scales them itself)"
     )
     # Logits are defined up to a constant per row: compare the distributions they define.
-    if not is_close(_log_softmax(got_logits), _log_softmax(want_logits), rtol=1e-4, atol=1e-5):
+    if not is_close(log_softmax(got_logits), log_softmax(want_logits), rtol=1e-4, atol=1e-5):
         raise CheckFailed(
             f"logits differ from model(observations) (up to a constant per row): expected "
             f"{fmt(want_logits)}, got {fmt(got_logits)}{hint}"
@@ -139,9 +134,9 @@ def _log_probs(obs: dict[str, Any], case: dict[str, Any]) -> None:
                 ".detach() it; A2C backpropagates through it"
             )
     actions = actions_of(keys["actions"], n, N_ACTIONS)
-    log_softmax = _log_softmax(array_of(keys["logits"]))
+    log_pi = log_softmax(array_of(keys["logits"]))
     rows = np.arange(n)
-    expected = log_softmax[rows, actions]
+    expected = log_pi[rows, actions]
     got = array_of(keys["log_probs"])
     if not is_close(got, expected, rtol=1e-4, atol=1e-5):
         hint = ""
@@ -150,7 +145,7 @@ def _log_probs(obs: dict[str, Any], case: dict[str, Any]) -> None:
         elif is_close(got, array_of(keys["logits"])[rows, actions], rtol=1e-4, atol=1e-5):
             hint = " You returned raw logits: apply F.log_softmax(logits, dim=-1) first."
         elif any(
-            is_close(got, log_softmax[:, a], rtol=1e-4, atol=1e-5) for a in range(N_ACTIONS)
+            is_close(got, log_pi[:, a], rtol=1e-4, atol=1e-5) for a in range(N_ACTIONS)
         ):
             hint = " Pick each row's entry at its own sampled action (gather with the actions)."
         raise CheckFailed(

@@ -20,7 +20,7 @@ import torch
 
 from .fixtures import OBS_SHAPE as OBS_SHAPE  # re-exported to the check modules
 from .fixtures import FixturePolicy, TableModel, frames
-from .record import student_error
+from .record import array_of, capture, describe, student_error
 
 
 class CheckFailed(AssertionError):
@@ -59,21 +59,13 @@ def _ok(message: str) -> None:
 
 def _as_array(x: Any, part: str, name: str) -> np.ndarray:
     """A tensor, an array or a list of either, as one float64 array (no graph)."""
-    if isinstance(x, (list, tuple)):
-        if not x:
-            _fail(part, f"`{name}` is an empty list.")
-        return np.stack([_as_array(v, part, name) for v in x])
-    if isinstance(x, torch.Tensor):
-        return x.detach().cpu().double().numpy()
-    if isinstance(x, np.ndarray):
-        return x.astype(np.float64)
-    _fail(part, f"`{name}` has an unexpected type.", "a torch tensor (or a list of them)", type(x))
-    raise AssertionError("unreachable")
-
-
-def _has_graph(x: Any) -> bool:
-    items = x if isinstance(x, (list, tuple)) else [x]
-    return any(isinstance(v, torch.Tensor) and v.requires_grad for v in items)
+    if isinstance(x, (list, tuple)) and not x:
+        _fail(part, f"`{name}` is an empty list.")
+    array = array_of(capture(x))
+    if array is None:
+        got = describe(capture(x, data=False))
+        _fail(part, f"`{name}` has an unexpected type.", "a torch tensor (or a list of them)", got)
+    return array
 
 
 def _obs(codes: list[int]) -> np.ndarray:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .probes import run_probe
+from .probes import run_probe, seed_all
 from .record import dumps, loads, student_error
 
 __all__ = [
@@ -126,15 +126,6 @@ def state_kept() -> Iterator[None]:
         torch.set_rng_state(states[2])
         torch.set_grad_enabled(grad)
         torch.set_default_dtype(dtype)
-
-
-def seed_all(seed: int) -> None:
-    """Seed Python, numpy and torch, so a step sees the same random numbers every time."""
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
 def guarded(function: Callable[[], Any], seconds: float | None) -> dict[str, Any]:

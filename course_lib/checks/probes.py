@@ -16,6 +16,7 @@ observation, in another process, with what the reference gives on the same case.
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -26,19 +27,21 @@ import torch.nn as nn
 from . import fixtures
 from .record import capture
 
-__all__ = ["PROBES", "run_probe"]
+__all__ = ["PROBES", "has_graph", "run_probe", "seed_all"]
 
 Observation = dict[str, Any]
 
 
-def _seeded(seed: int) -> None:
-    torch.manual_seed(seed)
+def seed_all(seed: int) -> None:
+    """Seed Python, numpy and torch, so a probe sees the same random numbers every time."""
+    random.seed(seed)
     np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
 
 
 # ------------------------------------------------------------------------------ model
 def _build(make_model: Callable[[int], Any], n_actions: int, init_seed: int) -> Any:
-    _seeded(init_seed)
+    seed_all(init_seed)
     return make_model(n_actions)
 
 
@@ -236,9 +239,10 @@ def _same(old: Any, new: Any) -> bool:
     return old == new
 
 
-def _has_graph(value: Any) -> bool:
+def has_graph(value: Any) -> bool:
+    """True when ``value`` (a tensor, or a list or tuple of them) requires grad."""
     if isinstance(value, (tuple, list)):
-        return any(_has_graph(item) for item in value)
+        return any(has_graph(item) for item in value)
     return isinstance(value, torch.Tensor) and value.requires_grad
 
 
@@ -253,7 +257,7 @@ def _returns_probe(call: Callable[..., Any], case: dict[str, Any], keys: tuple[s
     for key in keys:
         if key in trajectory:
             observed[key] = capture(trajectory[key])
-            observed[f"{key}_has_graph"] = _has_graph(trajectory[key])
+            observed[f"{key}_has_graph"] = has_graph(trajectory[key])
     return observed
 
 

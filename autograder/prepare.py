@@ -222,8 +222,7 @@ def _safe_output(output: dict[str, Any]) -> dict[str, Any] | None:
         data = {k: v for k, v in dict(output.get("data", {})).items() if k in SAFE_MIME}
         if not data:
             return None
-        clean = nbformat.v4.new_output("display_data", data=data)
-        return clean
+        return nbformat.v4.new_output("display_data", data=data)
     return None
 
 

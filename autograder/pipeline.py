@@ -1,40 +1,46 @@
-"""Grade submissions: the notebook runs in a sandbox, the parts are judged here, nbgrader records.
+"""Grade submissions: the parts run in a sandbox, are judged here, and nbgrader records them.
 
 :class:`Grader` builds the template course once (:func:`autograder.course.build_template`:
 ``generate_assignment`` on the solution notebook, a fresh gradebook, a snapshot of
-``course_lib``) and the plan of every probe (:func:`autograder.hidden.make_plan`), then grades
-any number of notebooks::
+``course_lib``), then grades any number of notebooks::
 
     with Grader() as grader:
         result = grader.grade(Path("alice.ipynb"))   # a GradeResult
         print(result.as_dict())                         # {"total", "max_total", "status", ...}
 
-One submission, two trust domains:
+One submission, two steps, two trust domains:
 
-1. *here* (trusted): the notebook is read and repaired (deleted cells restored, duplicates
-   dropped, edited locked cells put back) and a probe cell is added after each autograded cell;
-2. *in the sandbox* (:mod:`autograder.sandbox`, throw-away, no network, read-only except its
-   scratch folder, its own process namespace): the notebook runs top to bottom in quick mode,
-   and each probe cell runs the plan's probes on the student's part, writing plain-data records;
-3. *here* again: the records are decoded (no pickle, numeric arrays only) and judged against the
-   reference (:func:`autograder.hidden.judge_part`); the sandbox's outputs are merged into the
-   grader's own copy of the notebook (text and images only, never the autograded cells); then
-   ``nbgrader autograde``, with execution off, writes the grader's scores into the gradebook
-   (:mod:`autograder.nbgrader_steps`) and ``generate_feedback`` makes the feedback HTML.
+1. :meth:`Grader.assess` (trusted, with a sandbox under it): the file's bytes are parsed and
+   the notebook repaired (:mod:`autograder.repair`); a plan of probe cases is drawn for this
+   grading alone; the sandbox (:mod:`autograder.sandbox`: throw-away, no network, nothing of
+   the host writable, its own processes) runs the set-up cells, the student's definitions and,
+   at each autograded cell, the probes of that part (:mod:`autograder.grading_job`); the
+   records it streams back are validated as untrusted data and judged against the reference
+   (:func:`autograder.hidden.judge_part`). The training and evaluation cells are not run: the
+   outputs the student submitted are kept, filtered and marked as theirs
+   (:mod:`autograder.submitted_outputs`). The result is plain data (:class:`Assessment`), so
+   the step can run on another machine.
+2. :meth:`Grader.record` (trusted, the instructor's machine): ``nbgrader autograde``, with
+   execution off, writes the grader's scores into a private gradebook and the course's
+   (:mod:`autograder.nbgrader_steps`), reads them back to check, and ``generate_feedback``
+   makes the feedback HTML.
 
 :func:`grade_many` grades a list of :class:`~autograder.collect.Submission` in parallel (one
 sandbox per job, ``cores // jobs`` threads each), with a progress bar, and writes
 ``grades.csv``, ``feedback/<student>.html``, ``summary.txt`` and ``scores.png``.
 
 Nothing here raises because of a submission: the returned
-:class:`~autograder.results.GradeResult` says what happened in its ``status``.
+:class:`~autograder.results.GradeResult` says what happened in its ``status``, and a failure
+of the grader itself on one submission is that submission's ``error`` row.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -42,21 +48,20 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import nbformat
 
-from course_lib.checks.harness import PLAN_VARIABLE, RECORDS_VARIABLE
-from course_lib.checks.record import RecordError, dumps, loads
+from course_lib.checks import record as records
 
 from .checks import PART_NAMES
 from .collect import Problem, Submission, student_id
 from .course import (
     SOURCE_NOTEBOOK,
     CourseTemplate,
-    NbgraderError,
     autograde,
     build_template,
     new_workspace,
@@ -65,31 +70,32 @@ from .course import (
     tree_digest,
 )
 from .course import generate_feedback as nbgrader_feedback
+from .grading_job import job_cells
 from .hidden import judge_part, make_plan
-from .prepare import (
-    UnreadableNotebook,
-    graded_part,
-    merge_outputs,
-    prepare_submission,
-    read_submission,
-    restore_locked_cells,
-    with_probe_cells,
-)
+from .repair import graded_part, repair_submission
 from .report import save_histogram, summary_table, write_grades_csv
 from .results import GradeResult, PartScore, check_gradebook
-from .sandbox import SCRATCH, run_in_sandbox
+from .sandbox import DEFAULT_LIMITS, SCRATCH, SandboxLimits, require_sandbox, run_in_sandbox
+from .submission_file import UnreadableNotebook, parse_notebook, read_bytes
+from .submitted_outputs import keep_submitted_outputs
 
-__all__ = ["Grader", "check_jobs", "check_timeout", "grade_many"]
+__all__ = ["Assessment", "Grader", "check_jobs", "check_timeout", "grade_many", "read_channel"]
 
-RUNNER = Path(__file__).resolve().with_name("notebook_runner.py")
+IN_SANDBOX = Path(__file__).resolve().with_name("in_sandbox")
+#: The grading runtime (probes, records, harness): shown to the sandbox as ``grading_runtime``.
+RUNTIME_DIR = Path(records.__file__).resolve().parent
 #: Per-cell time limit (seconds) of the sandboxed run, and the limit of the whole run.
 CELL_TIMEOUT = 120.0
 WALL_SECONDS = 900.0
-MAX_NOTEBOOK_BYTES = 100 * 1024**2
-_GRADER_DIR, _LIB_DIR = "/grader", "/course-lib"
+WALL_CLOCK_FACTOR = 4.0  #: a probe step's wall-clock limit, in multiples of its CPU limit
+MAX_LINE = 64 * 1024**2  #: a channel line longer than this is malformed
+_GRADER_DIR = "/grader"
 #: Judging draws on torch's global random state (fixtures are built from seeds), so parallel
-#: gradings judge one at a time; it takes well under a second once the reference is cached.
+#: gradings judge one at a time.
 _JUDGE_LOCK = threading.Lock()
+#: The grader's own code: checked before every grading, so that nothing a notebook run without
+#: the sandbox could have changed on disk is used by a later grading.
+_OWN_PACKAGES = ("autograder", "solutions", "course_lib")
 
 
 def check_timeout(timeout: float | None) -> float:
@@ -122,37 +128,90 @@ def _points(release: nbformat.NotebookNode) -> dict[str, float]:
     }
 
 
-def read_records(folder: Path, plan: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """``{part: {step key: record}}`` from the sandbox's record files, and what was malformed."""
-    records: dict[str, dict[str, Any]] = {part: {} for part in plan["parts"]}
-    malformed = []
-    for part, steps in plan["parts"].items():
-        for step in steps:
-            path = folder / f"{part}.{step['key']}.json"
-            if not path.is_file() or path.is_symlink():
-                continue
-            try:
-                if path.stat().st_size > 64 * 1024**2:
-                    raise RecordError("record too large")
-                record = loads(path.read_bytes())
-                if not isinstance(record, dict) or not isinstance(record.get("ok"), bool):
-                    raise RecordError("not a record")
-                if record["ok"] and not isinstance(record.get("observation"), dict):
-                    raise RecordError("a record without an observation")
-            except (RecordError, OSError, UnicodeDecodeError) as error:
-                malformed.append(f"{path.name}: {error}")
-                continue
-            records[part][step["key"]] = record
-    return records, malformed
+def _own_digest() -> str:
+    import importlib.util
+
+    digest = hashlib.sha256()
+    for package in _OWN_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        for folder in sorted(spec.submodule_search_locations or []) if spec else []:
+            for name, data in sorted(read_tree(Path(folder)).items()):
+                digest.update(f"{package}/{name}\0".encode() + hashlib.sha256(data).digest())
+    return digest.hexdigest()
 
 
-def _read_executed(path: Path) -> nbformat.NotebookNode | None:
-    try:
-        if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_NOTEBOOK_BYTES:
-            return None
-        return nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
-    except Exception:  # noqa: BLE001 - whatever the sandbox left, it is only missing outputs
-        return None
+@dataclass
+class Channel:
+    """What the sandbox streamed back, validated: records per part, cell events, problems."""
+
+    records: dict[str, dict[str, Any]]
+    cells: dict[int, dict[str, Any]] = field(default_factory=dict)
+    probe_seconds: dict[str, float] = field(default_factory=dict)
+    malformed: list[str] = field(default_factory=list)
+    ended: bool = False
+
+
+def read_channel(lines: Sequence[bytes], plan: dict[str, Any]) -> Channel:
+    """Validate the sandbox's lines (untrusted) against the ``plan``; never raises.
+
+    A line that is not one of the runner's messages, a record the plan does not ask for, a
+    second record for one step, or a record outside the record schema is *malformed*: it earns
+    nothing and is listed.
+    """
+    steps = {
+        part: {step["key"] for step in part_steps} for part, part_steps in plan["parts"].items()
+    }
+    channel = Channel(records={part: {} for part in steps})
+    for number, line in enumerate(lines, 1):
+        try:
+            if len(line) > MAX_LINE:
+                raise ValueError("line too long")
+            message = json.loads(line)
+            if not isinstance(message, dict):
+                raise ValueError("not an object")
+            event = message.get("event")
+            if event == "end":
+                channel.ended = True
+            elif event == "cell":
+                index, ok, error = message["index"], message["ok"], message["error"]
+                if type(index) is not int or type(ok) is not bool or not isinstance(error, str):
+                    raise ValueError("bad cell event")
+                channel.cells[index] = {"ok": ok, "error": error[:2000]}
+            elif event == "probe":
+                part, seconds = message["part"], message["seconds"]
+                if part in steps and type(seconds) in (int, float) and 0 <= seconds < 1e6:
+                    channel.probe_seconds[part] = float(seconds)
+            else:
+                part, key, text = message["part"], message["key"], message["record"]
+                if part not in steps or key not in steps[part] or not isinstance(text, str):
+                    raise ValueError("a record the plan does not ask for")
+                if key in channel.records[part]:
+                    raise ValueError(f"a second record for {part}.{key}")
+                decoded = records.loads(text)
+                if not isinstance(decoded, dict) or type(decoded.get("ok")) is not bool:
+                    raise ValueError("not a record")
+                if decoded["ok"] and not isinstance(decoded.get("observation"), dict):
+                    raise ValueError("a record without an observation")
+                channel.records[part][key] = decoded
+        except Exception as error:  # noqa: BLE001 - untrusted data: any failure is malformed
+            channel.malformed.append(f"line {number}: {type(error).__name__}: {str(error)[:200]}")
+    return channel
+
+
+@dataclass
+class Assessment:
+    """One submission assessed (run and judged), as plain data: what :meth:`Grader.record`
+    needs, and what travels back from another machine."""
+
+    result: GradeResult
+    notebook: str = ""  #: the notebook nbgrader records (JSON), empty when unreadable
+
+    def to_plain(self) -> dict[str, Any]:
+        return {"result": self.result.to_plain(), "notebook": self.notebook}
+
+    @classmethod
+    def from_plain(cls, data: dict[str, Any]) -> Assessment:
+        return cls(GradeResult.from_plain(data["result"]), str(data.get("notebook", "")))
 
 
 class Grader:
@@ -164,11 +223,13 @@ class Grader:
         workdir: where the temporary courses go (a new temporary folder by default; removed by
             :meth:`close`).
         keep: keep each submission's course folder after grading (to debug a grade).
-        isolate: run notebooks in the bubblewrap sandbox when it works (``False``: a plain
-            subprocess; results then say ``sandboxed: false``).
+        isolate: run notebooks in the bubblewrap sandbox (``False``: a plain subprocess, for
+            debugging; its results are never ``graded``). With ``True`` and no working
+            bubblewrap, raises :class:`~autograder.sandbox.SandboxUnavailable` (with the fix).
         wall_seconds: the whole sandboxed run is killed after this long (default 900 s).
         course: an nbgrader course directory (made on first use) that also receives every
             graded notebook and score, for formgrader, ``generate_feedback`` and ``export``.
+        limits: memory, process and size limits of one sandboxed run.
     """
 
     def __init__(
@@ -180,10 +241,15 @@ class Grader:
         isolate: bool = True,
         wall_seconds: float = WALL_SECONDS,
         course: Path | None = None,
+        limits: SandboxLimits = DEFAULT_LIMITS,
     ) -> None:
         self.timeout = check_timeout(timeout)
+        if isolate:
+            require_sandbox()
         self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
+        self.limits = limits
         self._own_dir = workdir is None
+        self._digest = _own_digest()
         # Every path absolute: nbgrader changes the working directory while it converts a
         # notebook, and gradings run in parallel threads.
         self.workdir = Path(tempfile.mkdtemp(prefix="a2c-grading-") if workdir is None else workdir)
@@ -191,6 +257,11 @@ class Grader:
         self.workdir.mkdir(parents=True, exist_ok=True)
         source_notebook = Path(source_notebook).resolve()
         self.template = build_template(self.workdir / "template", source_notebook)
+        # What the sandbox sees of the grader: course_lib's snapshot, the grading runtime (the
+        # probes and the record format) and the two scripts that run a job.
+        shutil.copytree(RUNTIME_DIR, self.template.lib / "grading_runtime", ignore=_ignored)
+        self._bin = self.workdir / "bin"
+        shutil.copytree(IN_SANDBOX, self._bin, ignore=_ignored)
         self._files = {
             name: data
             for name, data in read_tree(self.template.root).items()
@@ -200,82 +271,147 @@ class Grader:
         self._release = nbformat.read(self.template.release_notebook, as_version=4)
         self._points = _points(self._release)
         self._names = {part: PART_NAMES[part] for part in self._points}
-        self.plan = make_plan()
-        self._grader_dir = self.workdir / "grader"
-        self._grader_dir.mkdir()
-        (self._grader_dir / "plan.json").write_text(dumps(self.plan))
-        shutil.copyfile(RUNNER, self._grader_dir / "run_notebook.py")
         self._ids = itertools.count(1)  # thread-safe in CPython: workspace names stay unique
         self.course: CourseTemplate | None = None
         if course is not None:
             self.course = open_course(course, source_notebook)
 
-    def _run_notebook(self, nb: nbformat.NotebookNode, scratch: Path, threads: int):
-        (scratch / "work").mkdir(parents=True)
-        (scratch / "home").mkdir()
-        run = with_probe_cells(nb, self._names)
-        nbformat.write(run, scratch / "work" / "a2c.ipynb")
+    # ------------------------------------------------------------------ step 1: assess
+    def _run(self, nb: nbformat.NotebookNode, plan: dict[str, Any], threads: int):
+        job = {
+            "cells": job_cells(nb, self._names),
+            "steps": plan["parts"],
+            "time_scale": plan.get("time_scale", 1.0),
+            "cell_seconds": self.timeout,
+            "wall_factor": WALL_CLOCK_FACTOR,
+        }
         env = {
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
             "HOME": f"{SCRATCH}/home",
             "TMPDIR": "/tmp",
             "LANG": "C.UTF-8",
-            "PYTHONPATH": _LIB_DIR,
+            "PYTHONPATH": f"{_GRADER_DIR}/lib",
             "PYTHONDONTWRITEBYTECODE": "1",
-            PLAN_VARIABLE: f"{_GRADER_DIR}/plan.json",
-            RECORDS_VARIABLE: f"{SCRATCH}/records",
             "A2C_KIT_QUICK": "1",
             "NBGRADER_EXECUTION": "autograde",
             "MPLBACKEND": "Agg",
-            "PYDEVD_DISABLE_FILE_VALIDATION": "1",
             **{name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")},
         }
         argv = [
             sys.executable,
-            f"{_GRADER_DIR}/run_notebook.py",
-            f"{SCRATCH}/work/a2c.ipynb",
-            f"{SCRATCH}/work/a2c.executed.ipynb",
-            str(self.timeout),
-            "180",
+            f"{_GRADER_DIR}/bin/runner.py",
+            f"{_GRADER_DIR}/bin/executor.py",
         ]
-        readonly = {_GRADER_DIR: self._grader_dir, _LIB_DIR: self.template.lib}
+        readonly = {f"{_GRADER_DIR}/bin": self._bin, f"{_GRADER_DIR}/lib": self.template.lib}
         return run_in_sandbox(
-            argv, scratch, readonly, env, self.wall_seconds, isolate=self.isolate
+            argv,
+            readonly,
+            env,
+            records.dumps(job).encode(),
+            self.wall_seconds,
+            limits=self.limits,
+            isolate=self.isolate,
         )
 
-    def grade(
-        self,
-        path: Path,
-        student: str | None = None,
-        feedback_dir: Path | None = None,
-        threads: int = 1,
-    ) -> GradeResult:
-        """Grade the notebook at ``path`` as ``student`` (by default named after the file).
-
-        With ``feedback_dir``, the feedback HTML is copied to ``feedback_dir/<student>.html``.
-        """
+    def assess(
+        self, data: bytes, student: str, name: str = "a2c.ipynb", threads: int = 1
+    ) -> Assessment:
+        """Run and judge the submission ``data`` (the file's bytes); never raises."""
         start = time.perf_counter()
-        path = Path(path).resolve()
-        student = student or student_id(path) or "student"
-        result = GradeResult(student, source=str(path))
+        result = GradeResult(student, source=name, sandboxed=self.isolate)
         try:
-            nb = read_submission(path)
-        except UnreadableNotebook as error:
-            result.status = f"unreadable: {error}"
-            return result
-        nb, result.notes = prepare_submission(nb, self._release)
-        edited = restore_locked_cells(nb, self._release)
-        if edited:
-            result.notes.append("restored edited locked cells: " + ", ".join(edited))
-        workspace = new_workspace(self._files, self.workdir / f"{next(self._ids):04d}-{student}")
-        try:
-            ran = self._run_notebook(nb, workspace.root / "scratch", threads)
-            result.sandboxed = ran.sandboxed
+            if _own_digest() != self._digest:
+                raise RuntimeError(
+                    "the grader's own files changed since it started (a notebook graded without "
+                    "the sandbox?): reinstall the course kit and grade again"
+                )
+            try:
+                nb = parse_notebook(data, name)
+            except UnreadableNotebook as error:
+                result.status, result.sandboxed = f"unreadable: {error}", False
+                return Assessment(result)
+            result.notes += repair_submission(nb, self._release)
+            plan = make_plan()
+            ran = self._run(nb, plan, threads)
+            result.timings["sandbox"] = ran.seconds
+            judged = time.perf_counter()
             with _JUDGE_LOCK:
-                self._judge(result, workspace.root / "scratch", ran)
-            result.notes += merge_outputs(
-                nb, _read_executed(workspace.root / "scratch" / "work" / "a2c.executed.ipynb")
+                self._judge(result, nb, plan, ran)
+            result.timings["judge"] = time.perf_counter() - judged
+            keep_submitted_outputs(nb)
+            return Assessment(result, nbformat.writes(nb))
+        except Exception as error:  # noqa: BLE001 - one submission never stops the class
+            result.status = f"error: the grader failed on this submission ({type(error).__name__})"
+            result.notes.append(f"{type(error).__name__}: {str(error)[:500]}")
+            return Assessment(result)
+        finally:
+            result.seconds = time.perf_counter() - start
+
+    def _judge(self, result: GradeResult, nb: Any, plan: dict[str, Any], ran: Any) -> None:
+        """Score every part from the channel; set the status from how the run ended."""
+        channel = read_channel(ran.channel, plan)
+        for part, points in self._points.items():
+            judged = judge_part(part, channel.records[part], points)
+            result.parts[part] = PartScore(judged.score, judged.max_points, judged.feedback())
+            if judged.malformed:
+                channel.malformed.append(f"{part}: observations the probes do not produce")
+        for part, seconds in channel.probe_seconds.items():
+            result.timings[f"probe:{part}"] = seconds
+        for index, event in sorted(channel.cells.items()):
+            if not event["ok"] and 0 <= index < len(nb.cells):
+                label = (nb.cells[index].metadata.get("nbgrader") or {}).get("grade_id")
+                result.notes.append(
+                    f"cell {index}{f' ({label})' if label else ''}: {event['error'][:300]}"
+                )
+        if ran.sandboxed and not ran.limits.startswith("cgroup"):
+            result.notes.append(ran.limits)
+        if not ran.sandboxed:
+            now = tree_digest(self.template.lib)
+            changed = sorted(
+                name
+                for name in now.keys() | self._lib_digest.keys()
+                if self._lib_digest.get(name) != now.get(name)
             )
+            if changed:
+                channel.malformed.append(
+                    "changed the grader's copy of course_lib: " + ", ".join(changed[:10])
+                )
+        if ran.channel_overflow:
+            channel.malformed.append(f"more than {self.limits.channel_bytes} bytes of results")
+        if channel.malformed:
+            result.status = "tampered: the sandbox returned malformed results"
+            result.notes.append("malformed: " + "; ".join(channel.malformed[:5]))
+        elif ran.timed_out:
+            result.status = (
+                f"timeout: the notebook ran past the grading limit ({self.wall_seconds:g} s) and "
+                "was stopped; parts judged before that are shown"
+            )
+        elif not channel.ended:
+            result.status = f"error: the grading run ended early: {ran.output.strip()[-300:]}"
+        elif not ran.sandboxed:
+            result.status = (
+                "unsandboxed: scores computed without the sandbox, so not a grade (install "
+                "bubblewrap and grade again)"
+            )
+        if not ran.sandboxed:
+            result.notes.append(
+                "NOT SANDBOXED: the notebook ran as a plain process with your user's rights"
+            )
+
+    # ------------------------------------------------------------------ step 2: record
+    def record(self, assessment: Assessment, feedback_dir: Path | None = None) -> GradeResult:
+        """Write ``assessment`` into nbgrader (a private gradebook, and the course when there is
+        one), check the gradebook, make the feedback; never raises."""
+        result = assessment.result
+        if not assessment.notebook:
+            return result
+        start = time.perf_counter()
+        student = result.student
+        workspace = new_workspace(
+            self._files, self.workdir / f"{next(self._ids):04d}-{secrets.token_hex(4)}"
+        )
+        try:
+            nb = nbformat.reads(assessment.notebook, as_version=4)
             record = workspace.root / "scores.json"
             record.write_text(
                 json.dumps(
@@ -298,51 +434,40 @@ class Grader:
                 html = nbgrader_feedback(workspace, student)
                 Path(feedback_dir).mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(html, Path(feedback_dir) / f"{student}.html")
-        except NbgraderError as error:
+        except Exception as error:  # noqa: BLE001 - one submission never stops the class
             if result.graded:
-                result.status = f"error: {str(error).splitlines()[0]}"
-            result.notes.append(str(error)[-2000:])
+                first = str(error).splitlines()[0] if str(error) else type(error).__name__
+                result.status = f"error: {first[:300]}"
+            result.notes.append(f"{type(error).__name__}: {str(error)[-2000:]}")
         finally:
             if not self.keep:
                 shutil.rmtree(workspace.root, ignore_errors=True)
-            result.seconds = time.perf_counter() - start
+            result.timings["record"] = time.perf_counter() - start
+            result.seconds += time.perf_counter() - start
         return result
 
-    def _judge(self, result: GradeResult, scratch: Path, ran: Any) -> None:
-        """Score every part from the sandbox's records; set the status from how the run ended."""
-        records, malformed = read_records(scratch / "records", self.plan)
-        for part, points in self._points.items():
-            judged = judge_part(part, records[part], points)
-            result.parts[part] = PartScore(judged.score, judged.max_points, judged.feedback())
-            if judged.malformed:
-                malformed.append(f"{part}: observations the probes do not produce")
-        if not ran.sandboxed:
-            result.notes.append(
-                "NOT SANDBOXED: bubblewrap could not start, so the notebook ran as a plain "
-                "process with your user's rights; install bubblewrap (Linux) before trusting "
-                "this grade"
+    def grade(
+        self,
+        path: Path,
+        student: str | None = None,
+        feedback_dir: Path | None = None,
+        threads: int = 1,
+    ) -> GradeResult:
+        """Grade the notebook at ``path`` as ``student`` (by default named after the file).
+
+        With ``feedback_dir``, the feedback HTML is copied to ``feedback_dir/<student>.html``.
+        """
+        path = Path(path).resolve()
+        student = student or student_id(path) or "student"
+        try:
+            data = read_bytes(path)
+        except UnreadableNotebook as error:
+            return GradeResult(
+                student, status=f"unreadable: {error}", source=str(path), sandboxed=False
             )
-            now = tree_digest(self.template.lib)
-            changed = sorted(
-                name
-                for name in now.keys() | self._lib_digest.keys()
-                if self._lib_digest.get(name) != now.get(name)
-            )
-            if changed:
-                result.status = "tampered: the notebook changed the grader's copy of course_lib"
-                result.notes.append("changed: " + ", ".join(changed[:10]))
-        if malformed:
-            result.status = "tampered: the sandbox returned malformed results"
-            result.notes.append("malformed: " + "; ".join(malformed[:5]))
-        elif ran.timed_out:
-            result.status = (
-                f"timeout: the notebook ran past the grading limit ({self.wall_seconds:g} s) and "
-                "was stopped; parts judged before that are shown"
-            )
-        elif "DeadKernelError" in ran.output or "Kernel died" in ran.output:
-            result.status = "error: the notebook's kernel died (os._exit, a crash in C code?)"
-        elif ran.returncode != 0:
-            result.status = f"error: the notebook could not be run: {ran.output.strip()[-300:]}"
+        assessment = self.assess(data, student, path.name, threads)
+        assessment.result.source = str(path)
+        return self.record(assessment, feedback_dir)
 
     def close(self) -> None:
         """Remove the temporary courses (when the workdir was made here)."""
@@ -359,6 +484,10 @@ class Grader:
         trace: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _ignored(folder: str, names: list[str]) -> set[str]:
+    return {name for name in names if name == "__pycache__" or name.endswith(".pyc")}
 
 
 def grade_many(

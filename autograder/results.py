@@ -53,6 +53,8 @@ class GradeResult:
     manual: dict[str, float] = field(default_factory=dict)
     source: str = ""  #: the submitted file
     seconds: float = 0.0
+    #: where the time went: "sandbox", "judge", "record", "probe:<part>" (seconds)
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def graded(self) -> bool:
@@ -77,6 +79,40 @@ class GradeResult:
             "sandboxed": self.sandboxed,
             "parts": {key: part.as_dict() for key, part in self.parts.items()},
         }
+
+
+    def to_plain(self) -> dict[str, Any]:
+        """Every field as plain data (JSON), for :meth:`from_plain` on another machine."""
+        return {
+            "student": self.student,
+            "parts": {key: part.as_dict() for key, part in self.parts.items()},
+            "status": self.status,
+            "notes": list(self.notes),
+            "sandboxed": self.sandboxed,
+            "manual": dict(self.manual),
+            "source": self.source,
+            "seconds": self.seconds,
+            "timings": dict(self.timings),
+        }
+
+    @classmethod
+    def from_plain(cls, data: dict[str, Any]) -> GradeResult:
+        """The result :meth:`to_plain` described."""
+        parts = {
+            str(key): PartScore(float(part["score"]), float(part["max"]), str(part["feedback"]))
+            for key, part in dict(data.get("parts", {})).items()
+        }
+        return cls(
+            student=str(data["student"]),
+            parts=parts,
+            status=str(data.get("status", "graded")),
+            notes=[str(note) for note in data.get("notes", [])],
+            sandboxed=bool(data.get("sandboxed", True)),
+            manual={str(k): float(v) for k, v in dict(data.get("manual", {})).items()},
+            source=str(data.get("source", "")),
+            seconds=float(data.get("seconds", 0.0)),
+            timings={str(k): float(v) for k, v in dict(data.get("timings", {})).items()},
+        )
 
 
 def check_gradebook(db_url: str, student: str, result: GradeResult) -> list[str]:

@@ -1,55 +1,110 @@
-"""Run a command in a throw-away sandbox: bubblewrap on Linux, a bare subprocess elsewhere.
+"""Run a command in a throw-away sandbox: bubblewrap on Linux, a bare subprocess on request.
 
 The student's notebook runs here, never in the grader's process. With bubblewrap (``bwrap``,
 Debian package ``bubblewrap``) the command sees:
 
 * read-only: the system (``/usr``, ``/bin``, ``/lib*``, ``/etc``), the Python installation and
-  the virtual environment the grader runs in, and the folders given in ``readonly`` (a snapshot
-  of ``course_lib``, the plan, the notebook runner);
-* read-write: its own ``scratch`` folder only (mounted at :data:`SCRATCH`), and a private
-  ``/tmp``;
+  the environment the grader runs in (with the instructor's own packages, ``solutions`` and
+  ``autograder``, hidden even when they are installed into it), and the folders given in
+  ``readonly``;
+* read-write: a private, size-limited ``/tmp`` and working folder (:data:`SCRATCH`), both in
+  memory and gone when the command ends: nothing of the sandbox is left on the host's disk;
 * no network (a new network namespace holds only loopback), no other process (its own PID
   namespace: when the command ends or is killed, every process it started dies with it), no
-  host IPC, and a fresh session (no access to the grader's terminal).
+  host IPC, a fresh session, and no host path on its command line (bubblewrap reads its
+  arguments from a pipe).
 
-Limits are enforced from outside: a wall-clock limit kills the whole process tree, and rlimits
-(address space, file size, no core files; process count when not root) are set before the
-command starts. Where bubblewrap cannot start (macOS, kernels without user namespaces), the
-command runs as a plain subprocess in ``scratch`` with the same limits, and the result says
-``sandboxed=False``: the grader reports that loudly, because such a run can read and write
-whatever the grader's user can.
+What goes in and out are pipes, never files: the command's standard input (the job), its
+output and errors (the log; the grader keeps the end of it) and a *channel*, a pipe whose
+write end the command finds at the file descriptor named by ``A2C_CHANNEL_FD``. The grader
+reads both pipes with a size cap while the command runs.
+
+Limits: a wall clock kills the whole process tree; rlimits (address space, file size, no core
+files, process count) apply to every process. Started as root, the grader never runs the
+command as root: bubblewrap runs as a fresh unprivileged user id per run (the folders it must
+show are first bound into a private mount namespace, so that a checkout under a private folder
+still works), and a cgroup (v1 or v2) caps the memory (``/tmp`` and the working folder
+included) and the number of processes of the whole run. Without root, or without a writable
+cgroup hierarchy, :attr:`SandboxResult.limits` says that only per-process limits hold.
+
+Without bubblewrap (macOS, kernels without user namespaces) :func:`run_in_sandbox` refuses
+unless ``isolate=False``; then the command runs as a plain subprocess in a temporary folder and
+the result says ``sandboxed=False``: the grader reports that loudly, because such a run can
+read and write whatever the grader's user can.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
+import itertools
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SCRATCH", "SandboxResult", "bwrap_works", "run_in_sandbox"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "SCRATCH",
+    "SandboxLimits",
+    "SandboxResult",
+    "SandboxUnavailable",
+    "bwrap_works",
+    "require_sandbox",
+    "run_in_sandbox",
+]
 
-SCRATCH = "/submission"  #: where the scratch folder appears inside the sandbox
+SCRATCH = "/submission"  #: the working folder inside the sandbox (in memory)
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
-MEMORY_BYTES = 12 * 1024**3
-FILE_BYTES = 1024**3
+CHANNEL_VARIABLE = "A2C_CHANNEL_FD"
+#: The instructor's packages: never visible in the sandbox, wherever they are installed.
+HIDDEN_PACKAGES = ("solutions", "autograder")
+#: First of the unprivileged user ids the sandbox runs as when the grader is root (one per run).
+FIRST_UID = 1_800_000
+_uids = itertools.count()
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap cannot start here, and running without it was not asked for."""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """What one run may use."""
+
+    memory_bytes: int = 4 * 1024**3  #: the whole run, /tmp and scratch included (cgroup)
+    address_space_bytes: int = 12 * 1024**3  #: each process (RLIMIT_AS)
+    processes: int = 256  #: tasks (processes and threads) of the whole run
+    scratch_bytes: int = 512 * 1024**2  #: the in-memory working folder
+    tmp_bytes: int = 512 * 1024**2  #: the in-memory /tmp
+    file_bytes: int = 256 * 1024**2  #: one file (RLIMIT_FSIZE)
+    channel_bytes: int = 256 * 1024**2  #: what the grader keeps of the channel
+    log_bytes: int = 8000  #: the end of the output the grader keeps
+
+
+DEFAULT_LIMITS = SandboxLimits()
 
 
 @dataclass(frozen=True)
 class SandboxResult:
-    """How the command ended."""
+    """How the command ended, and what came out of it."""
 
     returncode: int | None  #: None when it was killed at the wall-clock limit
     timed_out: bool
     seconds: float
     sandboxed: bool
     output: str  #: the end of its stdout and stderr
+    channel: list[bytes] = field(default_factory=list)  #: the channel's lines, as read
+    channel_overflow: bool = False  #: the channel sent more than ``channel_bytes``
+    limits: str = ""  #: which limits held (cgroup or per-process only)
 
 
 @functools.lru_cache(maxsize=1)
@@ -58,94 +113,328 @@ def bwrap_works() -> bool:
     if sys.platform != "linux" or shutil.which("bwrap") is None:
         return False
     probe = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
+    if os.getuid() == 0 and shutil.which("setpriv"):
+        probe = [
+            "setpriv",
+            f"--reuid={FIRST_UID}",
+            f"--regid={FIRST_UID}",
+            "--clear-groups",
+            *probe,
+        ]
     try:
         return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
 
-def _limits(memory_bytes: int) -> None:  # runs in the child, before exec
+# ------------------------------------------------------------------------ cgroups (root only)
+class _Cgroup:
+    """A memory + pids cgroup for one run (v2 where it is delegated to us, else v1)."""
+
+    ROOT_V2 = Path("/sys/fs/cgroup")
+    ROOT_V1 = {"memory": Path("/sys/fs/cgroup/memory"), "pids": Path("/sys/fs/cgroup/pids")}
+
+    def __init__(self, name: str, limits: SandboxLimits, enabled: bool = True) -> None:
+        self.dirs: list[Path] = []
+        if not enabled or os.getuid() != 0:
+            return
+        try:
+            controllers = (self.ROOT_V2 / "cgroup.subtree_control").read_text().split()
+        except OSError:
+            controllers = []
+        try:
+            if {"memory", "pids"} <= set(controllers):
+                folder = self.ROOT_V2 / f"a2c-grading-{name}"
+                folder.mkdir()
+                self.dirs = [folder]
+                (folder / "memory.max").write_text(str(limits.memory_bytes))
+                (folder / "memory.swap.max").write_text("0") if (
+                    folder / "memory.swap.max"
+                ).exists() else None
+                (folder / "pids.max").write_text(str(limits.processes))
+            elif all((root / "cgroup.procs").exists() for root in self.ROOT_V1.values()):
+                memory = self.ROOT_V1["memory"] / f"a2c-grading-{name}"
+                pids = self.ROOT_V1["pids"] / f"a2c-grading-{name}"
+                memory.mkdir()
+                self.dirs.append(memory)
+                pids.mkdir()
+                self.dirs.append(pids)
+                (memory / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
+                (pids / "pids.max").write_text(str(limits.processes))
+        except OSError:
+            self.remove()
+            self.dirs = []
+
+    @property
+    def active(self) -> bool:
+        return bool(self.dirs)
+
+    def join(self) -> None:  # in the child, before exec
+        for folder in self.dirs:
+            with open(folder / "cgroup.procs", "w") as procs:
+                procs.write(str(os.getpid()))
+
+    def remove(self) -> None:
+        for folder in self.dirs:
+            for _ in range(50):
+                try:
+                    pids = (folder / "cgroup.procs").read_text().split()
+                except OSError:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (OSError, ValueError):
+                        pass
+                try:
+                    folder.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def require_sandbox() -> None:
+    """Raise :class:`SandboxUnavailable`, saying what to do, when bubblewrap cannot start."""
+    if not bwrap_works():
+        raise SandboxUnavailable(
+            "bubblewrap (bwrap) cannot start here, so student code cannot be isolated: install "
+            "it (Debian/Ubuntu: sudo apt-get install -y bubblewrap) on a Linux machine with user "
+            "namespaces, or pass --no-sandbox to grade without isolation (the results then say "
+            "`unsandboxed` and are not grades)."
+        )
+
+
+def _limits(limits: SandboxLimits, cgroup: _Cgroup) -> None:  # runs in the child, before exec
     import resource
 
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BYTES, FILE_BYTES))
+    cgroup.join()
+    resource.setrlimit(resource.RLIMIT_AS, (limits.address_space_bytes,) * 2)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes,) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if os.getuid() != 0:  # root ignores RLIMIT_NPROC
-        resource.setrlimit(resource.RLIMIT_NPROC, (4096, 4096))
+    # Counted per user id: the run's own fresh user id when the grader is root (root ignores it).
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes,) * 2)
 
 
-def _bwrap_command(
-    argv: Sequence[str], scratch: Path, readonly: Mapping[str, Path], env: Mapping[str, str]
+# ------------------------------------------------------------------------ what the sandbox sees
+def _within(path: Path, folders: Sequence[Path]) -> bool:
+    return any(path == folder or folder in path.parents for folder in folders)
+
+
+def _python_dirs() -> list[Path]:
+    """The Python installation, the environment and the import path (the checkout excluded)."""
+    dirs = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
+    for entry in sys.path:
+        if not entry or not Path(entry).is_dir():
+            continue
+        path = Path(entry).resolve()
+        if any((path / name).is_dir() for name in HIDDEN_PACKAGES):
+            continue  # a checkout (or the folder the grader was started in)
+        dirs.add(path)
+    dirs = sorted(dirs, key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for path in dirs:  # drop folders inside folders already shown
+        if not _within(path, kept):
+            kept.append(path)
+    return kept
+
+
+def _hidden(shown: Sequence[Path]) -> list[Path]:
+    """The instructor's packages (and install records) inside the folders shown."""
+    found: set[Path] = set()
+    for name in HIDDEN_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            found.add(Path(location).resolve())
+    for entry in sys.path:
+        if entry and Path(entry).is_dir():
+            for name in HIDDEN_PACKAGES:
+                if (Path(entry) / name).is_dir():
+                    found.add((Path(entry) / name).resolve())
+            for record in Path(entry).glob("*a2c_course_kit*"):
+                found.add(record.resolve())
+    return sorted(path for path in found if _within(path, shown))
+
+
+def _sandbox_args(
+    binds: Sequence[tuple[str, str]],
+    hidden: Sequence[Path],
+    env: Mapping[str, str],
+    limits: SandboxLimits,
 ) -> list[str]:
-    command = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    """bubblewrap's options (read from a pipe, so that no host path is on its command line);
+    ``binds`` are ``(source outside, path inside)``, read-only."""
+    args = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
     for folder in SYSTEM_DIRS:
-        if Path(folder).exists():
-            kind = "--ro-bind" if not Path(folder).is_symlink() else "--symlink"
-            target = os.readlink(folder) if kind == "--symlink" else folder
-            command += [kind, target, folder]
-    # The private /tmp first: a Python or virtual environment that lives under /tmp (a CI
-    # clone, say) is then bound on top of it instead of being hidden by it.
-    command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    prefixes = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.prefix)}
-    for prefix in sorted(prefixes):
-        command += ["--ro-bind", str(prefix), str(prefix)]
-    for inside, outside in readonly.items():
-        command += ["--ro-bind", str(outside), inside]
-    command += ["--bind", str(scratch), SCRATCH, "--chdir", SCRATCH]
-    command += ["--uid", "65534", "--gid", "65534", "--hostname", "grading"]
+        if Path(folder).is_symlink():
+            args += ["--symlink", os.readlink(folder), folder]
+        elif Path(folder).exists():
+            args += ["--ro-bind", folder, folder]
+    # The private /tmp first: an environment that lives under /tmp (a CI clone, say) is then
+    # bound on top of it instead of being hidden by it.
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    args += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+    for source, inside in binds:
+        args += ["--ro-bind", source, inside]
+    for path in hidden:
+        if path.is_dir():
+            args += ["--tmpfs", str(path)]
+        else:
+            args += ["--ro-bind", "/dev/null", str(path)]
+    args += ["--size", str(limits.scratch_bytes), "--tmpfs", SCRATCH]
+    args += ["--dir", f"{SCRATCH}/home", "--chdir", SCRATCH]
+    args += ["--uid", "65534", "--gid", "65534", "--hostname", "grading"]
     for name, value in env.items():
-        command += ["--setenv", name, value]
-    return [*command, "--", *argv]
+        args += ["--setenv", name, value]
+    return args
+
+
+# ------------------------------------------------------------------------ reading the pipes
+class _Reader(threading.Thread):
+    """Drains a pipe; keeps whole lines up to ``cap`` bytes (or just the end, ``tail=True``)."""
+
+    def __init__(self, fd: int, cap: int, tail: bool = False) -> None:
+        super().__init__(daemon=True)
+        self.fd, self.cap, self.tail = fd, cap, tail
+        self.data = bytearray()
+        self.overflow = False
+
+    def run(self) -> None:
+        try:
+            while chunk := os.read(self.fd, 1 << 20):
+                if self.tail:
+                    self.data += chunk
+                    del self.data[: max(0, len(self.data) - self.cap)]
+                elif len(self.data) + len(chunk) <= self.cap:
+                    self.data += chunk
+                else:
+                    self.overflow = True  # keep draining, so the writer never blocks
+        except OSError:
+            pass
+        finally:
+            os.close(self.fd)
+
+    def lines(self) -> list[bytes]:
+        lines = bytes(self.data).split(b"\n")
+        return lines[:-1]  # the last piece is empty or an unfinished line
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    try:
+        with os.fdopen(fd, "wb") as pipe:
+            pipe.write(data)
+    except OSError:
+        pass  # the command ended without reading everything
 
 
 def run_in_sandbox(
     argv: Sequence[str],
-    scratch: Path,
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
+    stdin: bytes,
     wall_seconds: float,
-    memory_bytes: int = MEMORY_BYTES,
+    limits: SandboxLimits = DEFAULT_LIMITS,
     isolate: bool = True,
 ) -> SandboxResult:
-    """Run ``argv`` with ``scratch`` as its only writable folder; never raises for the command.
+    """Run ``argv`` in a new sandbox fed ``stdin``; never raises because of the command.
 
     Args:
         readonly: folders to show read-only, ``{path inside: path outside}``.
-        env: the whole environment of the command (nothing else is inherited).
+        env: the whole environment of the command (nothing else is inherited); the channel's
+            file descriptor is added as ``A2C_CHANNEL_FD``.
         wall_seconds: the command and everything it started is killed after this long.
-        isolate: use bubblewrap when it works (``False``: a plain subprocess, for debugging).
+        isolate: ``False`` runs a plain subprocess (debugging only: no isolation at all).
 
-    Paths in ``argv`` and ``env`` must be the inside ones; without bubblewrap, inside paths
-    are mapped back to the outside folders.
+    Paths in ``argv`` and ``env`` are the inside ones; without bubblewrap they are mapped to the
+    outside folders. Raises :class:`SandboxUnavailable` when ``isolate`` is true and bubblewrap
+    cannot start.
     """
-    scratch = Path(scratch).resolve()
-    sandboxed = isolate and bwrap_works()
-    if sandboxed:
-        command, cwd, environment = _bwrap_command(argv, scratch, readonly, env), scratch, None
-    else:  # map the inside paths to the real folders
-        mapping = {SCRATCH: str(scratch), **{k: str(v) for k, v in readonly.items()}}
+    if isolate:
+        require_sandbox()
+    channel_read, channel_write = os.pipe()
+    log_read, log_write = os.pipe()
+    stdin_read, stdin_write = os.pipe()
+    env = {**env, CHANNEL_VARIABLE: str(channel_write)}
+    keep = [channel_write]
+    staging: Path | None = None
+    run_name = f"{os.getpid()}-{next(_uids)}"
+    cgroup = _Cgroup(run_name, limits, enabled=isolate)
+    try:
+        if isolate:
+            shown = _python_dirs()
+            binds = [(str(path), str(path)) for path in shown]
+            binds += [
+                (str(Path(outside).resolve()), inside) for inside, outside in readonly.items()
+            ]
+            if os.getuid() == 0:
+                # bubblewrap runs as a fresh unprivileged user: bind what it must show into a
+                # private mount namespace first, at paths that user can reach.
+                staging = Path(tempfile.mkdtemp(prefix="a2c-stage-"))
+                staging.chmod(0o755)
+                pairs = []
+                for index, (source, inside) in enumerate(binds):
+                    (staging / str(index)).mkdir(mode=0o755)
+                    pairs += [source, str(staging / str(index))]
+                    binds[index] = (str(staging / str(index)), inside)
+            args = _sandbox_args(binds, _hidden(shown), env, limits)
+            args_read, args_write = os.pipe()
+            keep.append(args_read)
+            bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
+            if staging is not None:
+                uid = FIRST_UID + next(_uids) % 100_000
+                script = (
+                    'set -e; while [ "$#" -gt 0 ]; do mount --bind "$1" "$2"; shift 2; done; '
+                    f"exec setpriv --reuid={uid} --regid={uid} --clear-groups -- "
+                    + " ".join(map(shlex.quote, bwrap))
+                )
+                command = [
+                    "unshare", "--mount", "--propagation", "private", "--",
+                    "/bin/sh", "-c", script, "sh", *pairs,
+                ]  # fmt: skip
+            else:
+                command = bwrap
+            cwd = "/"
+            environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+            threading.Thread(
+                target=_write_all,
+                args=(args_write, b"\0".join(a.encode() for a in args) + b"\0"),
+                daemon=True,
+            ).start()
+        else:
+            staging = Path(tempfile.mkdtemp(prefix="a2c-unsandboxed-"))
+            (staging / "home").mkdir()
+            mapping = {SCRATCH: str(staging), **{k: str(v) for k, v in readonly.items()}}
 
-        def real(text: str) -> str:
-            for inside, outside in sorted(mapping.items(), key=lambda kv: -len(kv[0])):
-                text = text.replace(inside, outside)
-            return text
+            def real(text: str) -> str:
+                for inside, outside in sorted(mapping.items(), key=lambda kv: -len(kv[0])):
+                    text = text.replace(inside, outside)
+                return text
 
-        command = [real(arg) for arg in argv]
-        environment = {name: real(value) for name, value in env.items()}
-        cwd = scratch
-    start = time.monotonic()
-    log = scratch / ".sandbox.log"
-    with open(log, "wb") as sink:
+            command = [real(arg) for arg in argv]
+            environment = {name: real(value) for name, value in env.items()}
+            cwd = str(staging)
+        start = time.monotonic()
         process = subprocess.Popen(
             command,
             cwd=cwd,
-            env=environment if environment is not None else {"PATH": os.environ.get("PATH", "")},
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
+            env=environment,
+            stdin=stdin_read,
+            stdout=log_write,
+            stderr=log_write,
+            pass_fds=keep,
             start_new_session=True,
-            preexec_fn=lambda: _limits(memory_bytes),
+            preexec_fn=lambda: _limits(limits, cgroup),
         )
+        for fd in (stdin_read, log_write, *keep):
+            os.close(fd)
+        keep = []
+        channel = _Reader(channel_read, limits.channel_bytes)
+        log = _Reader(log_read, limits.log_bytes, tail=True)
+        channel.start()
+        log.start()
+        threading.Thread(target=_write_all, args=(stdin_write, stdin), daemon=True).start()
         timed_out = False
         try:
             process.wait(timeout=wall_seconds)
@@ -156,10 +445,40 @@ def run_in_sandbox(
             # (Inside bubblewrap the PID namespace already guarantees it.)
             try:
                 os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):
                 pass
             process.wait()
-    tail = log.read_bytes()[-4000:].decode("utf-8", "replace")
-    log.unlink(missing_ok=True)
-    code = None if timed_out else process.returncode
-    return SandboxResult(code, timed_out, time.monotonic() - start, sandboxed, tail)
+            cgroup.remove()
+        # A process that escaped the group could hold the pipes open: wait a little, no more.
+        channel.join(timeout=10)
+        log.join(timeout=2)
+        seconds = time.monotonic() - start
+    finally:
+        for fd in keep:
+            os.close(fd)
+        cgroup.remove()
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    if not isolate:
+        note = "not sandboxed: no isolation"
+    elif cgroup.active:
+        note = (
+            f"cgroup: {limits.memory_bytes / 1024**3:g} GiB memory and {limits.processes} tasks "
+            "for the whole run"
+        )
+    else:
+        note = (
+            "no cgroup (the grader is not root, or no writable memory and pids cgroup): memory "
+            f"is limited per process ({limits.address_space_bytes / 1024**3:g} GiB), /tmp and "
+            "the working folder by their size"
+        )
+    return SandboxResult(
+        returncode=None if timed_out else process.returncode,
+        timed_out=timed_out,
+        seconds=seconds,
+        sandboxed=isolate,
+        output=bytes(log.data).decode("utf-8", "replace"),
+        channel=channel.lines(),
+        channel_overflow=channel.overflow,
+        limits=note,
+    )

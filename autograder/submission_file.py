@@ -1,0 +1,83 @@
+"""Read a submitted file safely: a regular file, opened without following links, size-checked.
+
+A submission is the student's: it may be huge, a link to one of the instructor's files, a FIFO
+that never ends, or not a notebook at all. :func:`read_bytes` gets its bytes without following
+a link and without reading past :data:`MAX_NOTEBOOK_BYTES`; :func:`parse_notebook` turns them
+into a notebook leniently (a Colab download is valid nbformat and is kept as it is; only
+``metadata.widgets``, whose saved state often breaks nbconvert, is dropped). Both raise
+:class:`UnreadableNotebook` with a message for the instructor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+__all__ = ["MAX_NOTEBOOK_BYTES", "UnreadableNotebook", "parse_notebook", "read_bytes"]
+
+#: Larger files are refused before parsing (a notebook with a long training run's plots and a
+#: video is a few MB).
+MAX_NOTEBOOK_BYTES = 50 * 1024**2
+
+
+class UnreadableNotebook(ValueError):
+    """A submitted file is not a Jupyter notebook, or not one the grader will read."""
+
+
+def read_bytes(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
+    """The bytes of the regular file ``path``; links and special files are refused."""
+    path = Path(path)
+    try:
+        fd = os.open(
+            path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        )
+    except OSError as error:
+        reason = "a symbolic link" if path.is_symlink() else error.strerror
+        raise UnreadableNotebook(
+            f"{path.name}: not read ({reason}); submit the .ipynb file itself."
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableNotebook(
+                f"{path.name}: not a regular file; submit the .ipynb file itself."
+            )
+        if info.st_size > limit:
+            raise UnreadableNotebook(
+                f"{path.name}: {info.st_size / 1024**2:.0f} MB, more than the "
+                f"{limit / 1024**2:.0f} MB a notebook may have; clear large outputs and resubmit."
+            )
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise UnreadableNotebook(f"{path.name}: grew past {limit / 1024**2:.0f} MB while read.")
+    return data
+
+
+def parse_notebook(data: bytes, name: str = "notebook") -> NotebookNode:
+    """``data`` as a notebook (nbformat 4); see the module docstring."""
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise UnreadableNotebook(f"{name}: larger than {MAX_NOTEBOOK_BYTES / 1024**2:.0f} MB.")
+    try:
+        raw = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise UnreadableNotebook(
+            f"{name}: not a readable notebook ({type(error).__name__}: {str(error)[:200]}); ask "
+            "the student to download it again (Colab: File > Download > Download .ipynb)."
+        ) from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        raise UnreadableNotebook(
+            f"{name}: JSON without a list of `cells`, so not a Jupyter notebook."
+        )
+    if isinstance(raw.get("metadata"), dict):
+        raw["metadata"].pop("widgets", None)
+    try:
+        return nbformat.reads(json.dumps(raw), as_version=4)
+    except Exception as error:  # noqa: BLE001 - nbformat raises many kinds for bad files
+        raise UnreadableNotebook(
+            f"{name}: not a valid notebook ({type(error).__name__}: {str(error)[:200]})."
+        ) from None

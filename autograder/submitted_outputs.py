@@ -1,0 +1,83 @@
+"""Keep what the student's notebook showed when it was submitted, safely, marked as theirs.
+
+Grading does not re-run the cells that train and evaluate: part 8 is graded by hand on the
+curves, numbers and video the student's own run produced. :func:`keep_submitted_outputs`
+filters every output of the submission to text and raster images (HTML, JavaScript, SVG and
+widget state are dropped: feedback and formgrader show outputs in a browser, where a script would
+run with the reader's rights), strips terminal control sequences from text, and puts a first
+line above each kept output saying it is the student's, not the grader's. Autograded cells get
+no outputs here: nbgrader fills them with the grader's verdict.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import nbformat
+from nbformat import NotebookNode
+
+from .repair import graded_part
+
+__all__ = ["MARK", "SAFE_MIME", "keep_submitted_outputs", "plain_text"]
+
+SAFE_MIME = ("text/plain", "image/png", "image/jpeg")
+#: The first line above a cell's kept outputs.
+MARK = "[output as submitted by the student; not re-run by the grader]\n"
+MAX_OUTPUTS = 50  #: per cell
+MAX_TEXT = 100_000  #: characters per text output
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]{1,20000000}")
+_CONTROL = re.compile(
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[\]P^_].*?(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]"
+)
+
+
+def plain_text(text: Any, limit: int = MAX_TEXT) -> str:
+    """``text`` as a string without terminal escapes or control characters (newlines and tabs
+    kept), cut to ``limit`` characters."""
+    text = "".join(map(str, text)) if isinstance(text, list) else str(text)
+    return _CONTROL.sub("", text.replace("\r\n", "\n"))[:limit]
+
+
+def _safe(output: Any) -> NotebookNode | None:
+    if not isinstance(output, dict):
+        return None
+    kind = output.get("output_type")
+    if kind == "stream":
+        name = "stderr" if output.get("name") == "stderr" else "stdout"
+        return nbformat.v4.new_output("stream", name=name, text=plain_text(output.get("text", "")))
+    if kind == "error":
+        lines = output.get("traceback", [])
+        lines = lines if isinstance(lines, list) else []
+        return nbformat.v4.new_output(
+            "stream",
+            name="stderr",
+            text=plain_text("\n".join(map(str, lines[:100])) or output.get("evalue", "")),
+        )
+    if kind in ("display_data", "execute_result"):
+        data = output.get("data", {})
+        data = data if isinstance(data, dict) else {}
+        kept = {}
+        for mime in SAFE_MIME:
+            value = data.get(mime)
+            if not isinstance(value, (str, list)):
+                continue
+            if mime == "text/plain":
+                kept[mime] = plain_text(value)
+            elif _BASE64.fullmatch(image := "".join(map(str, value)).strip()):
+                kept[mime] = image  # nothing but base64: it cannot leave the <img> attribute
+        return nbformat.v4.new_output("display_data", data=kept) if kept else None
+    return None
+
+
+def keep_submitted_outputs(nb: NotebookNode) -> None:
+    """Filter and mark the outputs of ``nb`` in place (see the module docstring)."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.execution_count = None
+        outputs = [] if graded_part(cell) else cell.get("outputs", [])
+        kept = [o for o in map(_safe, outputs if isinstance(outputs, list) else []) if o]
+        if kept:
+            kept = [nbformat.v4.new_output("stream", name="stdout", text=MARK), *kept]
+        cell.outputs = kept[: MAX_OUTPUTS + 1]

@@ -80,7 +80,6 @@ class GradeResult:
             "parts": {key: part.as_dict() for key, part in self.parts.items()},
         }
 
-
     def to_plain(self) -> dict[str, Any]:
         """Every field as plain data (JSON), for :meth:`from_plain` on another machine."""
         return {
@@ -136,7 +135,11 @@ def check_gradebook(db_url: str, student: str, result: GradeResult) -> list[str]
             seen.add(key)
             part = result.parts.get(key)
             got = float(grade.auto_score or 0.0)
-            if part is None or abs(got - part.score) > 1e-6 or abs(grade.max_score - part.max) > 1e-6:
+            if (
+                part is None
+                or abs(got - part.score) > 1e-6
+                or abs(grade.max_score - part.max) > 1e-6
+            ):
                 want = "no score" if part is None else f"{part.score:g} / {part.max:g}"
                 problems.append(f"{name}: gradebook {got:g} / {grade.max_score:g}, grader {want}")
         for key in set(result.parts) - seen:

@@ -41,12 +41,11 @@ def read_bytes(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
         raise UnreadableNotebook(
             f"{path.name}: not read ({reason}); submit the .ipynb file itself."
         ) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise UnreadableNotebook(f"{path.name}: not a regular file; submit the .ipynb file itself.")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise UnreadableNotebook(
-                f"{path.name}: not a regular file; submit the .ipynb file itself."
-            )
         if info.st_size > limit:
             raise UnreadableNotebook(
                 f"{path.name}: {info.st_size / 1024**2:.0f} MB, more than the "

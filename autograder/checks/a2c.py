@@ -67,7 +67,9 @@ def initial(model: str) -> np.ndarray:
 def _stats(observation: dict[str, Any], index: int = 0) -> dict[str, dict[str, Any]]:
     entry = observation["stats"][index]
     if entry["returned"].get("kind") != "dict":
-        raise CheckFailed(f"step() should return a dict of floats, got {describe(entry['returned'])}")
+        raise CheckFailed(
+            f"step() should return a dict of floats, got {describe(entry['returned'])}"
+        )
     return entry["values"]
 
 

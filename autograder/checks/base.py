@@ -52,7 +52,12 @@ class SubCheck:
     def steps(self) -> list[dict[str, Any]]:
         """The plan's steps of this sub-check (plain data for the student's process)."""
         return [
-            {"key": f"{self.key}.{index}", "probe": self.probe, "case": case, "seconds": self.seconds}
+            {
+                "key": f"{self.key}.{index}",
+                "probe": self.probe,
+                "case": case,
+                "seconds": self.seconds,
+            }
             for index, case in enumerate(self.cases)
         ]
 

@@ -28,7 +28,12 @@ __all__ = ["SUBCHECKS", "diagnose"]
 
 def diagnose(case: dict[str, Any], got: np.ndarray) -> str:
     """A hint when ``got`` equals the result of a well-known mistake, else ``""``."""
-    r, d, boot, gamma = case["rewards"], case["resets"].astype(float), bootstrap(case), case["gamma"]
+    r, d, boot, gamma = (
+        case["rewards"],
+        case["resets"].astype(float),
+        bootstrap(case),
+        case["gamma"],
+    )
     expected = nstep_targets(r, d, boot, gamma)
     mistakes = [
         (
@@ -148,7 +153,9 @@ SUBCHECKS = (
     ),
     _compare("resets", "a reset at step t stops the sum: (1 - resets[t]) (values 0)", 3, RESETS),
     _compare("bootstrap", "bootstrap v_T = V(latest_observation) (no resets)", 2, BOOTSTRAP),
-    _compare("together", "rewards, resets (also at the last step) and bootstrap together", 2, TOGETHER),
+    _compare(
+        "together", "rewards, resets (also at the last step) and bootstrap together", 2, TOGETHER
+    ),
     _compare("gamma", "gamma from __init__ is used (gamma = 0, 0.5 and 1)", 1, GAMMAS),
     SubCheck(
         "no_graph",

@@ -41,7 +41,9 @@ def _compare(explain: str = ""):
     def judge(observation: dict[str, Any], case: dict[str, Any]) -> None:
         want = _both(reference_observation(reference.ComputeGAE, "gae", case), case)
         got = _both(observation, case)
-        for key, got_value, want_value in zip(("advantages", "value_targets"), got, want, strict=True):
+        for key, got_value, want_value in zip(
+            ("advantages", "value_targets"), got, want, strict=True
+        ):
             if not is_close(got_value, want_value):
                 hint = ""
                 if key == "value_targets" and is_close(got_value, want[0]):
@@ -79,7 +81,9 @@ def _no_graph(observation: dict[str, Any], case: dict[str, Any]) -> None:
 def _inputs_unchanged(observation: dict[str, Any], case: dict[str, Any]) -> None:
     changed = [k for k in observation["changed"] if k not in ("advantages", "value_targets")]
     if changed:
-        raise CheckFailed(f"your transform changed trajectory entries it should only read: {changed}")
+        raise CheckFailed(
+            f"your transform changed trajectory entries it should only read: {changed}"
+        )
 
 
 LAMBDA_ONE = (
@@ -136,7 +140,14 @@ SUBCHECKS = (
         MIXED,
         _compare(" Both the bootstrap V_{t+1} and A_{t+1} are multiplied by (1 - d_t)."),
     ),
-    SubCheck("no_graph", "advantages and value_targets carry no autograd graph", 1, "gae", (MIXED[2],), _no_graph),
+    SubCheck(
+        "no_graph",
+        "advantages and value_targets carry no autograd graph",
+        1,
+        "gae",
+        (MIXED[2],),
+        _no_graph,
+    ),
     SubCheck(
         "inputs_unchanged",
         "rewards, resets, values and observations are left unchanged",

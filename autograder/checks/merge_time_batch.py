@@ -88,7 +88,9 @@ def _order(observation: dict[str, Any], case: dict[str, Any], keys=PER_STEP_KEYS
     for key in keys:
         got, want = _rows(observation["keys"][key], key), _rows(expected[key], key)
         if got is None:
-            raise CheckFailed(f"trajectory[{key!r}] holds no numbers: {describe(observation['keys'][key])}")
+            raise CheckFailed(
+                f"trajectory[{key!r}] holds no numbers: {describe(observation['keys'][key])}"
+            )
         rows = np.flatnonzero(~np.all(got == want, axis=1))
         if len(rows):
             row = int(rows[0])
@@ -171,8 +173,22 @@ SUBCHECKS = (
         (_case(3, 2),),
         _order,
     ),
-    SubCheck("graph", "tensors stay torch tensors with their autograd graph", 2, "merge", (_case(3, 2),), _graph),
-    SubCheck("arrays", "numpy arrays stay numpy arrays with their dtype", 1, "merge", (_case(3, 2),), _arrays),
+    SubCheck(
+        "graph",
+        "tensors stay torch tensors with their autograd graph",
+        2,
+        "merge",
+        (_case(3, 2),),
+        _graph,
+    ),
+    SubCheck(
+        "arrays",
+        "numpy arrays stay numpy arrays with their dtype",
+        1,
+        "merge",
+        (_case(3, 2),),
+        _arrays,
+    ),
     SubCheck(
         "tensor_targets",
         "value_targets given as one (T, N) tensor is merged too",

@@ -135,7 +135,9 @@ def _registered(obs: dict[str, Any], case: dict[str, Any]) -> None:
     n, n_actions = case["n"], case["n_actions"]
     original = _pair(obs["original"], n, n_actions)
     reloaded = _pair(obs["reloaded"], n, n_actions)
-    if not all(is_close(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(original, reloaded, strict=True)):
+    if not all(
+        is_close(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(original, reloaded, strict=True)
+    ):
         raise CheckFailed(
             "a second make_model loaded with the first one's state_dict() gives other outputs: "
             f"part of the network is missing from state_dict(), so checkpoints lose it; {hint}"

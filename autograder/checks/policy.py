@@ -44,7 +44,13 @@ def chi_square_p_value(counts: np.ndarray, probs: np.ndarray) -> float:
 
 
 def _case(n: int, seed: int) -> dict[str, Any]:
-    return {"model": "two_heads", "n_actions": N_ACTIONS, "init_seed": seed, "n": n, "obs_seed": seed}
+    return {
+        "model": "two_heads",
+        "n_actions": N_ACTIONS,
+        "init_seed": seed,
+        "n": n,
+        "obs_seed": seed,
+    }
 
 
 @functools.lru_cache(maxsize=8)
@@ -59,7 +65,9 @@ def _expected(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def _keys(obs: dict[str, Any]) -> dict[str, dict[str, Any]]:
     returned = obs["returned"]
     if returned.get("kind") != "dict":
-        raise CheckFailed(f"act() should return a dict with keys {list(KEYS)}, got {describe(returned)}")
+        raise CheckFailed(
+            f"act() should return a dict with keys {list(KEYS)}, got {describe(returned)}"
+        )
     missing = [key for key in KEYS if key not in obs["keys"]]
     if missing:
         raise CheckFailed(f"act() returned a dict without {missing} (its keys: {returned['keys']})")
@@ -144,9 +152,7 @@ def _log_probs(obs: dict[str, Any], case: dict[str, Any]) -> None:
             hint = " You returned probabilities: take the log (F.log_softmax)."
         elif is_close(got, array_of(keys["logits"])[rows, actions], rtol=1e-4, atol=1e-5):
             hint = " You returned raw logits: apply F.log_softmax(logits, dim=-1) first."
-        elif any(
-            is_close(got, log_pi[:, a], rtol=1e-4, atol=1e-5) for a in range(N_ACTIONS)
-        ):
+        elif any(is_close(got, log_pi[:, a], rtol=1e-4, atol=1e-5) for a in range(N_ACTIONS)):
             hint = " Pick each row's entry at its own sampled action (gather with the actions)."
         raise CheckFailed(
             f"log_probs should be log_softmax(logits)[i, actions[i]] = {fmt(expected)} for "

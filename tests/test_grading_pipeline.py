@@ -20,18 +20,8 @@ from traitlets.utils.importstring import import_item
 from autograder import nbgrader_config
 from autograder.cli import main
 from autograder.collect import collect, student_id
-from autograder.hidden import make_plan
 from autograder.nbgrader_steps import HideGradedTracebacks, TrustedScores
-from autograder.pipeline import grade_many, read_records
-from autograder.prepare import (
-    PROBE_CELL,
-    UnreadableNotebook,
-    merge_outputs,
-    prepare_submission,
-    read_submission,
-    restore_locked_cells,
-    with_probe_cells,
-)
+from autograder.pipeline import grade_many
 from autograder.report import format_table, save_histogram, summary_table, write_grades_csv
 from autograder.results import GradeResult, PartScore
 from course_lib.checks.record import RecordError, dumps, loads
@@ -163,42 +153,6 @@ def test_collect_folders_zips_and_duplicates(tmp_path: Path) -> None:
     assert "zip" in reasons["broken.zip"] and "not found" in reasons["missing.ipynb"]
 
 
-# --- preparing a submission --------------------------------------------------------------------
-
-
-def test_read_submission_accepts_colab_and_rejects_garbage(tmp_path: Path) -> None:
-    """Are Colab's metadata (and its broken widget state) accepted, and non-notebooks named?"""
-    nb = tiny_submission()
-    nb.metadata["colab"] = {"provenance": [], "name": "Copy of a2c.ipynb"}
-    nb.metadata["accelerator"] = "GPU"
-    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"broken": 1}}
-    nb.cells[1].metadata["executionInfo"] = {"status": "ok", "elapsed": 3}
-    path = tmp_path / "colab.ipynb"
-    path.write_text(json.dumps(nb), encoding="utf-8")
-    read = read_submission(path)
-    assert "widgets" not in read.metadata and read.metadata["colab"]["name"]
-    (tmp_path / "bad.ipynb").write_text("{ not json")
-    with pytest.raises(UnreadableNotebook, match="bad.ipynb"):
-        read_submission(tmp_path / "bad.ipynb")
-    (tmp_path / "list.ipynb").write_text("[1, 2]")
-    with pytest.raises(UnreadableNotebook, match="cells"):
-        read_submission(tmp_path / "list.ipynb")
-
-
-def test_prepare_restores_deleted_cells_in_place_and_dedups() -> None:
-    """Are deleted nbgrader cells put back where they were, and duplicates graded once?"""
-    release = tiny_submission()
-    nb = tiny_submission(drop=["test_add", "sub"], duplicate=["test_mul"])
-    fixed, notes = prepare_submission(nb, release)
-    ids = _grade_ids(fixed)
-    assert [i for i in ids if i] == [i for i in _grade_ids(release) if i]  # same order
-    # the first copy of test_mul lost its metadata; the last one (the graded one) kept it
-    assert ids[ids.index("test_mul") - 1] is None and fixed.cells[ids.index("test_mul") - 1].source
-    assert any("test_add" in note and "sub" in note for note in notes)
-    assert any("duplicated" in note and "test_mul" in note for note in notes)
-    assert len({cell["id"] for cell in fixed.cells}) == len(fixed.cells)
-
-
 # --- feedback and reports ----------------------------------------------------------------------
 
 
@@ -260,7 +214,7 @@ def test_reports_csv_summary_and_histogram(tmp_path: Path) -> None:
     assert "NOT SANDBOXED" in format_table(results[0], feedback=False)
 
 
-# --- records, probe cells and outputs ----------------------------------------------------------
+# --- records and the class -----------------------------------------------------------------------
 
 
 def test_records_round_trip_and_refuse_anything_but_plain_data() -> None:
@@ -282,75 +236,6 @@ def test_records_round_trip_and_refuse_anything_but_plain_data() -> None:
     for text in bad:
         with pytest.raises(RecordError):
             loads(text)
-
-
-def test_read_records_keeps_planned_records_and_flags_malformed_ones(tmp_path: Path) -> None:
-    """Are only the plan's record files read, and are malformed ones reported, not used?"""
-    plan = make_plan()
-    first = plan["parts"]["policy"][0]["key"]
-    second = plan["parts"]["policy"][1]["key"]
-    good = {"ok": False, "timed_out": False, "error": "your code raised ValueError: x"}
-    (tmp_path / f"policy.{first}.json").write_text(dumps(good))
-    (tmp_path / f"policy.{second}.json").write_text('{"ok": "yes"}')
-    (tmp_path / "policy.invented.json").write_text(dumps({"ok": True, "observation": {}}))
-    records, malformed = read_records(tmp_path, plan)
-    assert records["policy"] == {first: good}
-    assert len(malformed) == 1 and second in malformed[0]
-
-
-def test_probe_cells_follow_graded_cells_and_outputs_merge_safely() -> None:
-    """Is a probe cell added after each graded cell, and are only safe outputs merged back?"""
-    nb = tiny_submission()
-    run = with_probe_cells(nb, {"add": "add", "mul": "mul"})
-    ids = [
-        c.metadata.get("nbgrader", {}).get("grade_id") or c.metadata.get(PROBE_CELL)
-        for c in run.cells
-    ]
-    assert ids[ids.index("test_add") + 1] == "add" and ids[ids.index("test_mul") + 1] == "mul"
-    assert (
-        "_a2c_grader_record('add', globals().get('add')"
-        in run.cells[ids.index("test_add") + 1].source
-    )
-    executed = nbformat.from_dict(json.loads(json.dumps(run)))
-    for cell in executed.cells:
-        if cell.cell_type == "code":
-            cell.outputs = [
-                nbformat.v4.new_output("stream", name="stdout", text="hello\n"),
-                nbformat.v4.new_output(
-                    "display_data",
-                    data={"text/html": "<script>alert(1)</script>", "image/png": "iVBORw0KGgo="},
-                ),
-                nbformat.v4.new_output("execute_result", data={"text/plain": "14.0"}),
-            ]
-    assert merge_outputs(nb, executed) == []
-    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    plain = [c for c in nb.cells if c.cell_type == "code" and c not in graded]
-    assert all(cell.outputs == [] for cell in graded if cell.cell_type == "code")
-    for cell in plain:
-        kinds = [(o["output_type"], sorted(o.get("data", {}))) for o in cell.outputs]
-        assert kinds == [
-            ("stream", []),
-            ("display_data", ["image/png"]),
-            ("display_data", ["text/plain"]),
-        ]
-    executed.cells.pop()
-    assert "does not match" in merge_outputs(nb, executed)[0]
-
-
-def test_edited_locked_cells_are_put_back() -> None:
-    """Is a locked cell the student rewrote restored, with a note?"""
-    release = tiny_submission()
-    nb = tiny_submission(replace={"test_div": "4.0", "check_add": "print('all good')"})
-    assert sorted(restore_locked_cells(nb, release)) == ["check_add", "test_div"]
-    sources = {
-        c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells if "nbgrader" in c.metadata
-    }
-    released = {
-        c.metadata["nbgrader"]["grade_id"]: c.source
-        for c in release.cells
-        if "nbgrader" in c.metadata
-    }
-    assert sources == released
 
 
 def test_grade_many_regrades_failures_alone(tmp_path: Path) -> None:
@@ -386,18 +271,3 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "does not exist" in capsys.readouterr().err
 
 
-def test_unsandboxed_grading_flags_a_changed_course_lib_and_says_so(tmp_path: Path) -> None:
-    """Without the sandbox, is a notebook that changed the grader's course_lib copy flagged?"""
-    from types import SimpleNamespace
-
-    from autograder.pipeline import Grader
-
-    with Grader(workdir=tmp_path / "work") as grader:
-        (grader.template.lib / "course_lib" / "planted.py").write_text("x = 1\n")
-        (tmp_path / "scratch" / "records").mkdir(parents=True)
-        result = GradeResult("eve")
-        ran = SimpleNamespace(sandboxed=False, timed_out=False, output="", returncode=0)
-        grader._judge(result, tmp_path / "scratch", ran)
-    assert result.status.startswith("tampered") and "course_lib/planted.py" in result.notes[-1]
-    assert any("NOT SANDBOXED" in note for note in result.notes)
-    assert result.total == 0.0 and len(result.parts) == 6  # every part judged: no records, 0

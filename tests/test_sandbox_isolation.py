@@ -1,0 +1,154 @@
+"""What the sandbox lets a command see and do, and how the grader reads what comes out of it.
+
+The sandbox tests run real bubblewrap with tiny commands (a second or two each); the channel
+tests feed :func:`autograder.pipeline.read_channel` the lines a hostile notebook could write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.hidden import make_plan
+from autograder.pipeline import read_channel
+from autograder.sandbox import SandboxLimits, bwrap_works, run_in_sandbox
+from course_lib.checks.record import dumps
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_bwrap = pytest.mark.skipif(
+    not bwrap_works(), reason="bubblewrap is not installed (.ci/run installs it)"
+)
+ENV = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": "/submission/home"}
+SMALL = SandboxLimits(
+    memory_bytes=256 * 1024**2,
+    processes=64,
+    scratch_bytes=16 * 1024**2,
+    tmp_bytes=16 * 1024**2,
+    channel_bytes=4096,
+)
+
+
+def _sh(script: str, limits: SandboxLimits = SMALL, readonly=None, stdin: bytes = b""):
+    return run_in_sandbox(["/bin/sh", "-c", script], readonly or {}, ENV, stdin, 60, limits)
+
+
+def test_bubblewrap_is_installed_for_these_tests() -> None:
+    """CI installs bubblewrap: without it every test below would be skipped, so fail here."""
+    assert bwrap_works(), "install bubblewrap: sudo apt-get install -y bubblewrap"
+
+
+@needs_bwrap
+def test_the_sandbox_learns_no_host_path_and_sees_no_grader_file(tmp_path: Path) -> None:
+    """No host folder of the grader on bwrap's command line or in the mounts; the instructor's
+    packages are hidden from the environment; only what is shown read-only is there."""
+    shown = tmp_path / "grader-view-7f3a"
+    shown.mkdir()
+    (shown / "plan.json").write_text("{}")
+    ran = _sh(
+        "cat /proc/1/cmdline | tr '\\0' ' '; echo; cat /proc/self/mountinfo; ls /view; "
+        'python -c "import solutions" 2>&1 | tail -1; python -c "import autograder" 2>&1 | tail -1',
+        readonly={"/view": shown},
+    )
+    assert ran.returncode == 0, ran.output
+    assert str(tmp_path) not in ran.output.split("\n")[0]  # bwrap's arguments came on a pipe
+    assert "plan.json" in ran.output
+    assert ran.output.count("ModuleNotFoundError") == 2, ran.output
+    assert str(ROOT / "solutions") not in ran.output and str(ROOT / "autograder") not in ran.output
+
+
+def _host_uids(token: str) -> set[int]:
+    """Real user ids, seen from the host, of the processes whose command line holds ``token``."""
+    uids = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            if token.encode() in (proc / "cmdline").read_bytes():
+                status = (proc / "status").read_text()
+                uids.add(int(status.split("Uid:")[1].split()[0]))
+        except (OSError, IndexError, ValueError):
+            continue
+    return uids
+
+
+@needs_bwrap
+def test_the_sandbox_is_never_root_on_the_host() -> None:
+    """Seen from the host, every process of the run belongs to an unprivileged user, so root's
+    files stay closed even when the grader runs as root."""
+    token = f"sandbox-uid-probe-{os.getpid()}"
+    seen: list[set[int]] = []
+    watcher = threading.Thread(
+        target=lambda: [seen.append(_host_uids(token)) or time.sleep(0.2) for _ in range(15)]
+    )
+    watcher.start()
+    ran = _sh(f"sleep 2 # {token}\ncat /etc/shadow > /dev/null && echo READ-SHADOW")
+    watcher.join()
+    uids = set().union(*seen)
+    assert uids and 0 not in uids, uids
+    assert "READ-SHADOW" not in ran.output, ran.output
+
+
+@needs_bwrap
+def test_tmp_and_the_working_folder_are_in_memory_and_size_limited() -> None:
+    """Writing past the size of /tmp or of the working folder fails; nothing reaches the disk."""
+    ran = _sh(
+        "dd if=/dev/zero of=/tmp/big bs=1M count=64 2>/dev/null || echo TMP-FULL; "
+        "dd if=/dev/zero of=big bs=1M count=64 2>/dev/null || echo SCRATCH-FULL; pwd"
+    )
+    assert "TMP-FULL" in ran.output and "SCRATCH-FULL" in ran.output, ran.output
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.getuid() != 0, reason="cgroups are made only when the grader is root")
+def test_memory_and_processes_of_the_whole_run_are_capped() -> None:
+    """Memory counts every process and /tmp; a fork bomb stops at the task limit, quickly."""
+    limits = SandboxLimits(memory_bytes=128 * 1024**2, processes=64, tmp_bytes=1024**3)
+    ran = _sh("dd if=/dev/zero of=/tmp/big bs=1M count=400 2>&1 | tail -1; echo DONE", limits)
+    assert ran.limits.startswith("cgroup"), ran.limits
+    assert "400+0 records out" not in ran.output, ran.output
+    bomb = _sh("for i in $(seq 200); do sleep 30 & done 2>/dev/null; echo STARTED; wait", limits)
+    assert bomb.seconds < 45 and not bomb.timed_out
+    assert "fork" in bomb.output.lower() or "resource" in bomb.output.lower() or bomb.returncode
+
+
+@needs_bwrap
+def test_the_channel_is_capped_and_standard_input_arrives() -> None:
+    ran = _sh(
+        "cat; python -c 'import os; os.write(int(os.environ[\"A2C_CHANNEL_FD\"]), b\"x\" * 99999)'",
+        stdin=b"the job\n",
+    )
+    assert "the job" in ran.output and ran.channel_overflow
+
+
+# --- the channel, as untrusted data --------------------------------------------------------------
+
+
+def _line(**message) -> bytes:
+    return json.dumps(message).encode()
+
+
+def test_read_channel_keeps_planned_records_and_flags_everything_else() -> None:
+    """Only the plan's steps, once each, in the record format, count; the rest is malformed."""
+    plan = make_plan()
+    first, second = (step["key"] for step in plan["parts"]["policy"][:2])
+    good = {"ok": False, "timed_out": False, "error": "your code raised ValueError: x"}
+    lines = [
+        _line(part="policy", key=first, record=dumps(good)),
+        _line(part="policy", key=first, record=dumps(good)),  # a second record: forged
+        _line(part="policy", key="invented", record=dumps({"ok": True, "observation": {}})),
+        _line(part="policy", key=second, record='{"ok": "yes"}'),
+        b"not json",
+        b"[1, 2, 3]",
+        _line(event="cell", index=3, ok=False, error="NameError: x"),
+        _line(event="probe", part="policy", seconds=1.5),
+        _line(event="end"),
+    ]
+    channel = read_channel(lines, plan)
+    assert channel.records["policy"] == {first: good}
+    assert len(channel.malformed) == 5, channel.malformed
+    assert channel.cells == {3: {"ok": False, "error": "NameError: x"}}
+    assert channel.probe_seconds == {"policy": 1.5} and channel.ended

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .course import SOURCE_NOTEBOOK, NbgraderError
+from .sandbox import SandboxUnavailable
 
 __all__ = ["build_parser", "main"]
 
@@ -59,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--no-sandbox",
             action="store_true",
-            help="run notebooks as plain processes (debugging only: results say sandboxed false)",
+            help="run notebooks as plain processes, without isolation (debugging only: results "
+            "say `unsandboxed` and are not grades)",
         )
 
     one = commands.add_parser("grade", help="grade one notebook")
@@ -152,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _grade(args)
         return _grade_all(args)
     except ValueError as error:  # bad --timeout, --jobs, source notebook...
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except SandboxUnavailable as error:  # no bubblewrap and no --no-sandbox
         print(f"error: {error}", file=sys.stderr)
         return 2
     except (NbgraderError, FileNotFoundError) as error:

@@ -87,7 +87,7 @@ RUNTIME_DIR = Path(records.__file__).resolve().parent
 #: Per-cell time limit (seconds) of the sandboxed run, and the limit of the whole run.
 CELL_TIMEOUT = 120.0
 WALL_SECONDS = 900.0
-WALL_CLOCK_FACTOR = 4.0  #: a probe step's wall-clock limit, in multiples of its CPU limit
+WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times its CPU limit
 MAX_LINE = 64 * 1024**2  #: a channel line longer than this is malformed
 _GRADER_DIR = "/grader"
 #: Judging draws on torch's global random state (fixtures are built from seeds), so parallel

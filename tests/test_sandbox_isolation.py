@@ -118,7 +118,7 @@ def test_memory_and_processes_of_the_whole_run_are_capped() -> None:
 @needs_bwrap
 def test_the_channel_is_capped_and_standard_input_arrives() -> None:
     ran = _sh(
-        "cat; python -c 'import os; os.write(int(os.environ[\"A2C_CHANNEL_FD\"]), b\"x\" * 99999)'",
+        'cat; python -c \'import os; os.write(int(os.environ["A2C_CHANNEL_FD"]), b"x" * 99999)\'',
         stdin=b"the job\n",
     )
     assert "the job" in ran.output and ran.channel_overflow
@@ -152,3 +152,22 @@ def test_read_channel_keeps_planned_records_and_flags_everything_else() -> None:
     assert len(channel.malformed) == 5, channel.malformed
     assert channel.cells == {3: {"ok": False, "error": "NameError: x"}}
     assert channel.probe_seconds == {"policy": 1.5} and channel.ended
+
+
+def test_grading_refuses_without_bubblewrap_unless_asked(tmp_path: Path) -> None:
+    """Where bwrap cannot start, is grading refused with the fix, instead of run unisolated?"""
+    import subprocess
+
+    (tmp_path / "a.ipynb").write_text(
+        '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", "a.ipynb"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PATH": str(Path(sys.executable).parent)},  # no bwrap on it
+    )
+    assert done.returncode == 2, done.stderr
+    assert "bubblewrap" in done.stderr and "--no-sandbox" in done.stderr

@@ -29,8 +29,10 @@ def main(reply_fd):
     replies = os.fdopen(int(reply_fd), "wb")
     os.set_inheritable(int(reply_fd), False)
 
+    seq = None
+
     def reply(message):
-        replies.write((json.dumps(message) + "\n").encode())
+        replies.write((json.dumps({**message, "seq": seq}) + "\n").encode())
         replies.flush()
 
     requests = sys.stdin
@@ -40,12 +42,16 @@ def main(reply_fd):
     shell = InteractiveShell.instance()
     harness, record = _runtime()
     for line in requests:
-        request = record.loads(line)  # the plan's cases hold arrays: the record format
-        if request["op"] == "run":
+        try:
+            request = record.loads(line)  # the plan's cases hold arrays: the record format
+            seq, op = request["seq"], request["op"]
+        except Exception:  # noqa: BLE001 - not a request of the runner's: ignored
+            continue
+        if op == "run":
             result = shell.run_cell(request["source"], store_history=False)
             error = result.error_before_exec or result.error_in_exec
             reply({"error": None if error is None else f"{type(error).__name__}: {error}"[:2000]})
-        elif request["op"] == "probe":
+        elif op == "probe":
             candidate = shell.user_ns.get(request["name"])
             steps = request["steps"]
             if candidate is None:

@@ -30,6 +30,11 @@ import time
 
 MAX_LINE = 64 * 1024**2  # a reply longer than this is dropped (the grader has its own cap)
 INTERRUPT_GRACE = 3.0  # seconds a cell gets to stop after SIGINT before it is killed
+MAX_RESTARTS = 3  # executors killed and replaced; after that the remaining cells are not run
+
+
+class GiveUp(Exception):
+    """The student's process had to be replaced too often: stop running cells."""
 
 
 class Executor:
@@ -47,17 +52,35 @@ class Executor:
         os.close(write_end)
         self.replies = read_end
         self.buffer = b""
+        self.seq = 0
 
     def send(self, request):
+        self.seq += 1
         try:
-            self.process.stdin.write((json.dumps(request) + "\n").encode())
+            self.process.stdin.write((json.dumps({**request, "seq": self.seq}) + "\n").encode())
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             pass
 
     def reply(self, seconds):
-        """The next reply (a dict), ``"timeout"``, or ``"dead"`` when the executor is gone."""
+        """The next reply to the last request (a dict), ``"timeout"``, or ``"dead"``.
+
+        Lines that do not answer the last request (another sequence number, not JSON) are
+        skipped: the student's code shares the executor's process and may write there too.
+        """
         deadline = time.monotonic() + seconds
+        while True:
+            line = self._line(deadline)
+            if not isinstance(line, bytes):
+                return line
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(reply, dict) and reply.get("seq") == self.seq:
+                return reply
+
+    def _line(self, deadline):
         while b"\n" not in self.buffer:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -72,11 +95,7 @@ class Executor:
             if len(self.buffer) > MAX_LINE and b"\n" not in self.buffer:
                 self.buffer = b""  # an oversized reply: dropped, the step then has no record
         line, self.buffer = self.buffer.split(b"\n", 1)
-        try:
-            reply = json.loads(line)
-        except ValueError:
-            return {"bad": True}
-        return reply if isinstance(reply, dict) else {"bad": True}
+        return line
 
     def interrupt(self):
         try:
@@ -99,7 +118,8 @@ def emit(channel, message):
 
 
 def failed(error, timed_out=False):
-    return {"ok": False, "timed_out": timed_out, "error": error}
+    """A record (in the record format: JSON text) for a step the runner had to stop."""
+    return json.dumps({"ok": False, "timed_out": timed_out, "error": error})
 
 
 class Supervisor:
@@ -107,16 +127,20 @@ class Supervisor:
         self.job, self.script, self.channel = job, script, channel
         self.done_cells = []  # sources of the cells that finished: replayed after a kill
         self.executor = Executor(script)
+        self.restarts = 0
 
     def restart(self):
-        """A new executor with the finished cells replayed; False when a replay fails."""
+        """A new executor with the finished cells replayed; raises :class:`GiveUp` when that
+        happened too often or a replay fails."""
         self.executor.kill()
+        self.restarts += 1
+        if self.restarts > MAX_RESTARTS:
+            raise GiveUp(f"the notebook's process had to be stopped {MAX_RESTARTS} times")
         self.executor = Executor(self.script)
         for source in self.done_cells:
             self.executor.send({"op": "run", "source": source})
             if not isinstance(self.executor.reply(self.job["cell_seconds"]), dict):
-                return False
-        return True
+                raise GiveUp("a cell that had run before did not run again")
 
     def run_cell(self, cell):
         start = time.monotonic()
@@ -180,11 +204,19 @@ class Supervisor:
         self.executor.reply(5.0)  # the executor's "done"
 
     def run(self):
-        for cell in self.job["cells"]:
-            if cell.get("source") is not None:
-                self.run_cell(cell)
-            if cell.get("part"):
-                self.probe(cell["part"], cell["name"])
+        cells = list(self.job["cells"])
+        try:
+            while cells:
+                cell = cells.pop(0)
+                if cell.get("source") is not None:
+                    self.run_cell(cell)
+                if cell.get("part"):
+                    self.probe(cell["part"], cell["name"])
+        except GiveUp as why:
+            record = failed(f"not run: {why}")
+            for cell in cells:
+                for step in self.job["steps"].get(cell.get("part") or "", []):
+                    emit(self.channel, {"part": cell["part"], "key": step["key"], "record": record})
         self.executor.kill()
 
 

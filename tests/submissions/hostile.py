@@ -13,9 +13,12 @@ class                 what the notebook does
 ``read_grader``       reads the source notebook, the gradebook and the hidden checks by path and
                       execs the solution cells it finds
 ``patch_grader``      replaces the grader's entry points, the probe runner and the comparison
-                      functions in memory, and writes "passing" records itself
+                      functions in memory, and writes "passing" records into the channel itself
 ``forge_outputs``     makes IPython show ``14.0`` for every float, displays fake scores, puts a
                       script into an HTML output
+``scratch_tricks``    reads the host paths it can find, plants links and FIFOs where the grader
+                      once read its files, writes a huge integer and a deep list as records
+``hang_unlimited``    patches the probes' time limits out and defines a part that never returns
 ``outlive``           starts a detached process that waits for grading to end and then rewrites
                       gradebooks, notebooks and a marker file
 ``write_environment`` drops a ``.pth`` and ``sitecustomize.py`` into the Python environment and
@@ -102,20 +105,72 @@ _fake = types.ModuleType("autograder.hidden")
 _fake.grade_part = lambda *a, **k: 99.0
 sys.modules["autograder"] = types.ModuleType("autograder")
 sys.modules["autograder.hidden"] = _fake
-import course_lib.checks.harness as _harness
-import course_lib.checks.probes as _probes
-_forged = {"ok": True, "passed": True, "score": 99.0, "observation": {}}
-_harness.guarded = lambda function, seconds: dict(_forged)
-_probes.run_probe = lambda *a, **k: {}
-def _record_part(part, candidate):
-    from course_lib.checks.record import dumps, loads
-    plan = loads(open(os.environ["A2C_GRADER_PLAN"]).read())
-    out_dir = os.environ["A2C_GRADER_RECORDS"]
-    os.makedirs(out_dir, exist_ok=True)
-    for step in plan["parts"].get(part, []):
-        with open(os.path.join(out_dir, f"{part}.{step['key']}.json"), "w") as out:
-            out.write(dumps({**_forged, "observation": {"passed": True, "score": 99.0}}))
-_harness.record_part = _record_part
+_forged = {"ok": True, "passed": True, "score": 99.0, "observation": {"passed": True}}
+for _name in ("grading_runtime", "course_lib.checks"):
+    try:
+        _harness = __import__(_name + ".harness", fromlist=["x"])
+        _probes = __import__(_name + ".probes", fromlist=["x"])
+    except ImportError:
+        continue
+    _harness.guarded = lambda function, seconds: dict(_forged)
+    _probes.run_probe = lambda *a, **k: {}
+    _harness.run_steps = lambda candidate, steps, scale=1.0: ((s["key"], dict(_forged)) for s in steps)
+# Forged lines straight into the grader's channel, through the supervisor's open files.
+from course_lib.checks.record import dumps as _dumps
+for _fd in glob.glob(f"/proc/{os.getppid()}/fd/*"):
+    try:
+        with open(_fd, "wb") as _out:
+            for _part in ("model", "policy", "compute_value_targets", "merge_time_batch", "a2c", "gae"):
+                for _i in range(12):
+                    for _key in ("outputs", "shapes", "types", "values", "sampling"):
+                        _out.write((json.dumps({"part": _part, "key": f"{_key}.{_i}", "record": _dumps(_forged)}) + "\n").encode())
+    except OSError:
+        pass
+''',
+    "scratch_tricks": _FIND_CHECKOUT
+    + r'''
+# What a student who read the old grader would try: learn the host paths, then plant links and
+# FIFOs where the grader used to read the log, the records and the executed notebook.
+import os, pathlib
+print(open("/proc/1/cmdline", "rb").read()[:300])
+print(open("/proc/self/mountinfo").read()[:3000])
+for _name in (".sandbox.log", "records", "work/a2c.executed.ipynb"):
+    _path = pathlib.Path(_name)
+    _path.parent.mkdir(parents=True, exist_ok=True)
+    for _target in ("/etc/shadow", "/dev/zero", "/proc/1/root"):
+        try:
+            _path.unlink(missing_ok=True)
+            _path.symlink_to(_target)
+        except OSError as error:
+            print("link", _name, error)
+try:
+    os.mkfifo(".sandbox.log.fifo")
+except OSError as error:
+    print("fifo", error)
+# a record holding a huge integer and a deep list, written straight into the channel
+_fd = int(os.environ.get("A2C_CHANNEL_FD", "-1"))
+for _fd in (_fd, *range(3, 12)):
+    try:
+        os.write(_fd, b'{"part": "model", "key": "build.0", "record": "{\\"ok\\": true, \\"observation\\": {\\"n\\": ' + b"1" * 400 + b'}}"}\n')
+        os.write(_fd, b'{"part": "policy", "key": "x", "record": "' + b"[" * 5000 + b'"}\n')
+    except OSError:
+        pass
+''',
+    "hang_unlimited": r'''
+# Time limits patched out, then parts that never return: each may cost its own part only.
+import contextlib
+for _name in ("grading_runtime.harness", "course_lib.checks.harness"):
+    try:
+        _harness = __import__(_name, fromlist=["x"])
+        _harness.time_limit = lambda seconds: contextlib.nullcontext()
+    except ImportError:
+        pass
+def make_model(n_actions):
+    while True:
+        try:
+            pass
+        except BaseException:
+            pass
 ''',
     "forge_outputs": r'''
 from IPython import get_ipython

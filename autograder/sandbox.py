@@ -221,14 +221,19 @@ def _within(path: Path, folders: Sequence[Path]) -> bool:
 
 
 def _python_dirs() -> list[Path]:
-    """The Python installation, the environment and the import path (the checkout excluded)."""
+    """The Python installation, the environment, and package folders on the import path.
+
+    The folder the grader was started in (first on the import path of ``python -m``) is not
+    shown: it may be the checkout, or a folder of the instructor's own files.
+    """
     dirs = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
+    here = Path.cwd().resolve()
     for entry in sys.path:
         if not entry or not Path(entry).is_dir():
             continue
         path = Path(entry).resolve()
-        if any((path / name).is_dir() for name in HIDDEN_PACKAGES):
-            continue  # a checkout (or the folder the grader was started in)
+        if path == here or path.name not in ("site-packages", "dist-packages"):
+            continue
         dirs.add(path)
     dirs = sorted(dirs, key=lambda p: len(p.parts))
     kept: list[Path] = []
@@ -253,8 +258,8 @@ def _hidden(shown: Sequence[Path]) -> list[Path]:
             for name in HIDDEN_PACKAGES:
                 if (Path(entry) / name).is_dir():
                     found.add((Path(entry) / name).resolve())
-            for record in Path(entry).glob("*a2c_course_kit*"):
-                found.add(record.resolve())
+            for finder in Path(entry).glob("__editable__*a2c_course_kit*"):
+                found.add(finder.resolve())  # names the checkout's folders
     return sorted(path for path in found if _within(path, shown))
 
 

@@ -171,3 +171,43 @@ def test_grading_refuses_without_bubblewrap_unless_asked(tmp_path: Path) -> None
     )
     assert done.returncode == 2, done.stderr
     assert "bubblewrap" in done.stderr and "--no-sandbox" in done.stderr
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_a_non_editable_install_does_not_show_the_reference(tmp_path: Path) -> None:
+    """`pip install .` copies solutions/ and autograder/ into site-packages: does a notebook
+    that imports the reference from there still get nothing?"""
+    import subprocess
+    import sysconfig
+
+    from tests.submissions.hostile import hostile_submission
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site_dir = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+         "--target", site_dir, str(ROOT)],
+        check=True, timeout=300,
+    )  # fmt: skip
+    # the dependencies (torch, nbgrader...) from this environment, as a plain path entry
+    (Path(site_dir) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    assert (Path(site_dir) / "solutions" / "reference.py").is_file()
+    nbformat_nb = hostile_submission("import_reference")
+    import nbformat
+
+    nbformat.write(nbformat_nb, tmp_path / "mallory.ipynb")
+    done = subprocess.run(
+        [python, "-m", "autograder", "grade", "mallory.ipynb", "--json",
+         "--source", str(ROOT / "solutions" / "a2c.ipynb")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PATH": f"{venv / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin"},
+    )  # fmt: skip
+    report = json.loads(done.stdout)
+    assert report["sandboxed"] is True and report["status"] == "graded", report
+    assert report["total"] == 0.0, report

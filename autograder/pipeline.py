@@ -351,7 +351,12 @@ class Grader:
         """Score every part from the channel; set the status from how the run ended."""
         channel = read_channel(ran.channel, plan)
         for part, points in self._points.items():
-            judged = judge_part(part, channel.records[part], points)
+            try:
+                judged = judge_part(part, channel.records[part], points)
+            except Exception as error:  # noqa: BLE001 - untrusted data must not stop the class
+                result.parts[part] = PartScore(0.0, points, f"Part '{part}': could not be judged")
+                channel.malformed.append(f"{part}: judging failed ({type(error).__name__})")
+                continue
             result.parts[part] = PartScore(judged.score, judged.max_points, judged.feedback())
             if judged.malformed:
                 channel.malformed.append(f"{part}: observations the probes do not produce")
@@ -520,8 +525,21 @@ def grade_many(
             for sub in submissions
         ]
         bar = tqdm(total=len(futures), desc="grading", unit="nb", disable=not progress)
+        for future, sub in zip(futures, submissions, strict=True):
+            future.sub = sub  # type: ignore[attr-defined]
         for future in as_completed(futures):
-            results.append(future.result())
+            try:
+                results.append(future.result())
+            except Exception as error:  # noqa: BLE001 - one submission never stops the class
+                sub = future.sub  # type: ignore[attr-defined]
+                results.append(
+                    GradeResult(
+                        sub.student,
+                        status=f"error: the grader failed on this submission ({type(error).__name__})",
+                        notes=[str(error)[:500]],
+                        source=str(sub.path),
+                    )
+                )
             bar.update(1)
         bar.close()
     # Second pass, one at a time: a grading that failed or ran out of time may have been slowed

@@ -406,9 +406,7 @@ def a2c_run(A2C: type, case: dict[str, Any]) -> Observation:
         return {"runs": [a2c_run(A2C, run) for run in case["runs"]]}
     n_actions, rows = int(case["n_actions"]), int(case["rows"])
     model = fixtures.make_fixture_model(case["model"], n_actions, int(case["init_seed"]))
-    agent = A2C(
-        fixtures.ValuePolicy(model), _optimizer(case["optimizer"], model), **case["coefs"]
-    )
+    agent = A2C(fixtures.ValuePolicy(model), _optimizer(case["optimizer"], model), **case["coefs"])
     observed: Observation = {"stats": [], "params": []}
     for index, seed in enumerate(case["steps"]):
         if index == 1 and case.get("fresh_second"):

@@ -190,8 +190,8 @@ def _cases_of(check: SubCheck, steps: Mapping[str, dict[str, Any]]) -> list[tupl
             keys = [prefix + index]
         else:
             keys = sorted(
-                (key for key in steps if key.startswith(prefix) and key[len(prefix):].isdigit()),
-                key=lambda key: int(key[len(prefix):]),
+                (key for key in steps if key.startswith(prefix) and key[len(prefix) :].isdigit()),
+                key=lambda key: int(key[len(prefix) :]),
             )
         chosen += [(key, steps[key]["case"] if key in steps else None) for key in keys]
     return chosen
@@ -207,7 +207,11 @@ def _verdict(
     for key, case in cases:
         record = records.get(key)
         if record is None:
-            return False, "no result: the notebook stopped or was stopped before this check ran", False
+            return (
+                False,
+                "no result: the notebook stopped or was stopped before this check ran",
+                False,
+            )
         try:
             record = validate_record(record)
         except RecordError as error:
@@ -228,7 +232,9 @@ def _verdict(
     return True, "", False
 
 
-def _judge(part_key: str, records: Mapping[str, Any], max_points: float, plan: Mapping[str, Any]) -> PartResult:
+def _judge(
+    part_key: str, records: Mapping[str, Any], max_points: float, plan: Mapping[str, Any]
+) -> PartResult:
     checks = subchecks(part_key)
     steps = {step["key"]: step for step in plan["parts"][part_key]}
     if not isinstance(records, Mapping):
@@ -270,7 +276,10 @@ def judge_part(
         return _judge(part_key, records, max_points, plan)
     except Exception as error:  # noqa: BLE001 - one part's judging never stops the class
         sub = SubResult(
-            "judging", "judging", max_points, False,
+            "judging",
+            "judging",
+            max_points,
+            False,
             f"the grader could not judge this part ({type(error).__name__})",
         )
         return PartResult(part_key, 0.0, max_points, (sub,), malformed=False)

@@ -48,9 +48,6 @@ from typing import Any
 
 import nbformat
 
-from course_lib.checks.harness import PLAN_VARIABLE, RECORDS_VARIABLE
-from course_lib.checks.record import RecordError, dumps, loads
-
 from .checks import PART_NAMES
 from .collect import Problem, Submission, student_id
 from .course import (
@@ -65,7 +62,7 @@ from .course import (
     tree_digest,
 )
 from .course import generate_feedback as nbgrader_feedback
-from .hidden import judge_part, make_plan
+from .judging import judge_part, make_plan
 from .prepare import (
     UnreadableNotebook,
     graded_part,
@@ -77,6 +74,8 @@ from .prepare import (
 )
 from .report import save_histogram, summary_table, write_grades_csv
 from .results import GradeResult, PartScore, check_gradebook
+from .runtime.harness import PLAN_VARIABLE, RECORDS_VARIABLE
+from .runtime.record import RecordError, dumps, loads
 from .sandbox import SCRATCH, run_in_sandbox
 
 __all__ = ["Grader", "check_jobs", "check_timeout", "grade_many"]

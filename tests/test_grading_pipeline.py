@@ -34,7 +34,7 @@ from autograder.prepare import (
 )
 from autograder.report import format_table, save_histogram, summary_table, write_grades_csv
 from autograder.results import GradeResult, PartScore
-from course_lib.checks.record import RecordError, dumps, loads
+from autograder.runtime.record import RecordError, dumps, loads
 from tests.submissions.tiny import POINTS, tiny_submission
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,9 +6,8 @@ Nothing here answers a graded part: the models are lookup tables or deliberately
 trajectories are inputs. Their outputs are known or cheap to recompute, so the grader can
 compute what a part should give on them.
 
-Coded frames: observations keep the course's shape ``uint8 (N, 4, 84, 84)`` but every pixel of
-a frame holds one *code* (0..255), so a model can read which observation it was given and a
-check can tell, for example, ``latest_observation`` from ``observations[-1]``.
+The frames are :func:`course_lib.checks.fixtures.frames` (one code per frame, which the table
+models read) or random pixels (:func:`random_frames`).
 """
 
 from __future__ import annotations

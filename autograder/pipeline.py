@@ -16,7 +16,7 @@ One submission, two steps, two trust domains:
    the host writable, its own processes) runs the set-up cells, the student's definitions and,
    at each autograded cell, the probes of that part (:mod:`autograder.grading_job`); the
    records it streams back are validated as untrusted data and judged against the reference
-   (:func:`autograder.hidden.judge_part`). The training and evaluation cells are not run: the
+   (:func:`autograder.judging.judge_part`). The training and evaluation cells are not run: the
    outputs the student submitted are kept, filtered and marked as theirs
    (:mod:`autograder.submitted_outputs`). The result is plain data (:class:`Assessment`), so
    the step can run on another machine.
@@ -55,8 +55,6 @@ from typing import Any
 
 import nbformat
 
-from course_lib.checks import record as records
-
 from .checks import PART_NAMES
 from .collect import Problem, Submission, student_id
 from .course import (
@@ -71,10 +69,11 @@ from .course import (
 )
 from .course import generate_feedback as nbgrader_feedback
 from .grading_job import job_cells
-from .hidden import judge_part, make_plan
+from .judging import judge_part, make_plan, new_seed, prepare_references
 from .repair import graded_part, repair_submission
 from .report import save_histogram, summary_table, write_grades_csv
 from .results import GradeResult, PartScore, check_gradebook
+from .runtime import record as records
 from .sandbox import DEFAULT_LIMITS, SCRATCH, SandboxLimits, require_sandbox, run_in_sandbox
 from .submission_file import UnreadableNotebook, parse_notebook, read_bytes
 from .submitted_outputs import keep_submitted_outputs
@@ -187,12 +186,7 @@ def read_channel(lines: Sequence[bytes], plan: dict[str, Any]) -> Channel:
                     raise ValueError("a record the plan does not ask for")
                 if key in channel.records[part]:
                     raise ValueError(f"a second record for {part}.{key}")
-                decoded = records.loads(text)
-                if not isinstance(decoded, dict) or type(decoded.get("ok")) is not bool:
-                    raise ValueError("not a record")
-                if decoded["ok"] and not isinstance(decoded.get("observation"), dict):
-                    raise ValueError("a record without an observation")
-                channel.records[part][key] = decoded
+                channel.records[part][key] = records.load_record(text)  # schema-checked
         except Exception as error:  # noqa: BLE001 - untrusted data: any failure is malformed
             channel.malformed.append(f"line {number}: {type(error).__name__}: {str(error)[:200]}")
     return channel
@@ -331,8 +325,14 @@ class Grader:
                 result.status, result.sandboxed = f"unreadable: {error}", False
                 return Assessment(result)
             result.notes += repair_submission(nb, self._release)
-            plan = make_plan()
-            ran = self._run(nb, plan, threads)
+            plan = make_plan(new_seed())  # this grading's own cases, unknown in advance
+            # The reference's observations on these cases, computed while the sandbox runs.
+            references = threading.Thread(target=self._prepare_references, args=(plan,))
+            references.start()
+            try:
+                ran = self._run(nb, plan, threads)
+            finally:
+                references.join()
             result.timings["sandbox"] = ran.seconds
             judged = time.perf_counter()
             with _JUDGE_LOCK:
@@ -347,12 +347,17 @@ class Grader:
         finally:
             result.seconds = time.perf_counter() - start
 
+    @staticmethod
+    def _prepare_references(plan: dict[str, Any]) -> None:
+        with _JUDGE_LOCK:
+            prepare_references(plan)
+
     def _judge(self, result: GradeResult, nb: Any, plan: dict[str, Any], ran: Any) -> None:
         """Score every part from the channel; set the status from how the run ended."""
         channel = read_channel(ran.channel, plan)
         for part, points in self._points.items():
             try:
-                judged = judge_part(part, channel.records[part], points)
+                judged = judge_part(part, channel.records[part], points, plan)
             except Exception as error:  # noqa: BLE001 - untrusted data must not stop the class
                 result.parts[part] = PartScore(0.0, points, f"Part '{part}': could not be judged")
                 channel.malformed.append(f"{part}: judging failed ({type(error).__name__})")

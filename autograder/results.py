@@ -1,6 +1,6 @@
 """The grade of one submission: per-part scores from the grader's judges, and its status.
 
-Scores come from :func:`autograder.hidden.judge_part`, in the grader's own process, on what the
+Scores come from :func:`autograder.judging.judge_part`, in the grader's own process, on what the
 sandboxed notebook returned. nbgrader's gradebook then holds the same scores (written from the
 grader's record, see :mod:`autograder.nbgrader_steps`); :func:`check_gradebook` reads them back
 and flags any difference, so the gradebook an instructor exports is the one reported here.

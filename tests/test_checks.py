@@ -13,8 +13,8 @@ import torch.nn.functional as F
 
 from course_lib import checks
 from course_lib.checks import CheckFailed
-from course_lib.checks.fixtures import FixturePolicy
 from solutions import reference as ref
+from tests.buggy_parts import PolicyCategorical
 
 
 def expect_failure(check, *args, match: str) -> str:
@@ -59,9 +59,9 @@ def test_correct_but_different_code_passes():
 
     (The runner converts integer tensor actions, so the visible and hidden checks accept them.)"""
     checks.check_compute_value_targets(NumpyListTargets)
-    # A policy sampling with torch.distributions.Categorical (the checks' own fixture policy;
-    # the reference samples with torch.multinomial).
-    checks.check_policy(FixturePolicy, ref.make_model)
+    # A policy sampling with torch.distributions.Categorical (the reference samples with
+    # torch.multinomial).
+    checks.check_policy(PolicyCategorical, ref.make_model)
     checks.check_policy(TensorActionsPolicy, ref.make_model)
 
 
@@ -86,7 +86,7 @@ def test_model_values_with_a_trailing_axis_are_named():
         model.forward = lambda obs: (forward(obs)[0], forward(obs)[1][:, None])
         return model
 
-    message = expect_failure(checks.check_model, make_model, match="values have the wrong shape")
+    message = expect_failure(checks.check_model, make_model, match="values should have shape")
     assert "squeeze(-1)" in message and "(2, 1)" in message
 
 
@@ -205,7 +205,7 @@ class NumpyEverything(ref.MergeTimeBatch):
 def test_merge_bugs_are_named():
     """Are env-major rows and tensors turned into arrays each reported?"""
     expect_failure(checks.check_merge_time_batch, EnvMajorMerge, match="env-major")
-    expect_failure(checks.check_merge_time_batch, NumpyEverything, match="changed type")
+    expect_failure(checks.check_merge_time_batch, NumpyEverything, match="should be one torch tensor")
 
 
 # ------------------------------------------------------------------ a2c

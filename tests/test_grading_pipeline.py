@@ -24,7 +24,7 @@ from autograder.nbgrader_steps import HideGradedTracebacks, TrustedScores
 from autograder.pipeline import grade_many
 from autograder.report import format_table, save_histogram, summary_table, write_grades_csv
 from autograder.results import GradeResult, PartScore
-from course_lib.checks.record import RecordError, dumps, loads
+from autograder.runtime.record import RecordError, dumps, loads
 from tests.submissions.tiny import POINTS, tiny_submission
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,8 +8,10 @@ Contract (docs/design.md)::
 stored in place as ``trajectory["value_targets"]``: a list of T ``(N,)`` tensors or one
 ``(T, N)`` tensor (numpy accepted), without autograd graph. The student's class is driven with a
 fixture policy whose values are known per observation; the expected targets are the reference's
-on the same case. Each sub-check isolates one idea (the backward sum, the resets, the
-bootstrap, gamma), so one mistake costs its own share.
+on the same case, drawn for this grading. Each sub-check isolates one idea (the backward sum,
+the resets, the bootstrap, gamma), so one mistake costs its own share; "no graph" and "inputs
+unchanged" are gated on the discounted sums. Feedback shows the input, the student's targets
+and where they are wrong, never the expected targets.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ import numpy as np
 
 from solutions import reference
 
-from .base import CheckFailed, SubCheck, fmt, is_close, reference_observation
+from .base import CheckFailed, SubCheck, fmt, is_close, reference_observation, where_wrong
 from .returns import bootstrap, make_case, nstep_targets, read_per_step, render, state_values
 
-__all__ = ["SUBCHECKS", "diagnose"]
+__all__ = ["GATE", "SUBCHECKS", "diagnose", "draw_cases"]
+
+GATE = ("discounted_sum",)
 
 
 def diagnose(case: dict[str, Any], got: np.ndarray) -> str:
@@ -84,8 +88,8 @@ def _targets(observation: dict[str, Any], case: dict[str, Any]) -> None:
         raise CheckFailed(f"{failure} (input: {render(case)})") from None
     if not is_close(got, expected):
         raise CheckFailed(
-            f"smallest failing input: {render(case)}. Expected value_targets (T, N) = "
-            f"{fmt(expected)}, got {fmt(got)}. {diagnose(case, got)}".rstrip()
+            f"failing input: {render(case)}. Your value_targets (T, N) = {fmt(got)}: "
+            f"{where_wrong(got, expected)}. {diagnose(case, got)}".rstrip()
         )
 
 
@@ -112,36 +116,41 @@ def _inputs_unchanged(observation: dict[str, Any], case: dict[str, Any]) -> None
 
 _NO_VALUES = {"with_values": False}
 
-DISCOUNTED_SUM = (
-    make_case(1, 1, 1, 0.99, **_NO_VALUES),
-    make_case(2, 2, 1, 0.99, **_NO_VALUES),
-    make_case(3, 3, 2, 0.99, **_NO_VALUES),
-    make_case(4, 5, 3, 0.99, **_NO_VALUES),
-    make_case(5, 8, 4, 0.99, **_NO_VALUES),
-)
-RESETS = (
-    make_case(11, 2, 1, 0.99, resets=[[True], [False]], **_NO_VALUES),
-    make_case(12, 3, 2, 0.99, reset_prob=0.4, **_NO_VALUES),
-    make_case(13, 6, 3, 0.99, reset_prob=0.3, **_NO_VALUES),
-    make_case(14, 10, 4, 0.99, reset_prob=0.3, **_NO_VALUES),
-)
-BOOTSTRAP = (make_case(21, 1, 1, 0.99), make_case(22, 2, 2, 0.99), make_case(23, 5, 3, 0.99))
-TOGETHER = (
-    make_case(31, 1, 1, 0.99, last_resets=[True]),
-    make_case(32, 2, 2, 0.99, last_resets=[True, False]),
-    make_case(33, 5, 4, 0.99, reset_prob=0.3, last_resets=[False, True, False, True]),
-    make_case(34, 20, 8, 0.99, reset_prob=0.2),
-)
-GAMMAS = (
-    make_case(41, 3, 2, 0.0, reset_prob=0.3),
-    make_case(44, 4, 2, 0.5, reset_prob=0.3),
-    make_case(42, 3, 2, 1.0, reset_prob=0.3),
-    make_case(43, 6, 3, 1.0, reset_prob=0.2),
-)
+
+def draw_cases(rng: np.random.Generator) -> dict[str, list[dict[str, Any]]]:
+    """This grading's cases: fixed sizes and discounts, drawn rewards, resets and values."""
+
+    def case(T: int, N: int, gamma: float, **options: Any) -> dict[str, Any]:
+        return make_case(int(rng.integers(0, 2**31)), T, N, gamma, **options)
+
+    return {
+        "discounted_sum": [
+            case(T, N, 0.99, **_NO_VALUES) for T, N in ((1, 1), (2, 1), (3, 2), (5, 3), (8, 4))
+        ],
+        "resets": [
+            case(2, 1, 0.99, resets=[[True], [False]], **_NO_VALUES),
+            case(3, 2, 0.99, reset_prob=0.4, **_NO_VALUES),
+            case(6, 3, 0.99, reset_prob=0.3, **_NO_VALUES),
+            case(10, 4, 0.99, reset_prob=0.3, **_NO_VALUES),
+        ],
+        "bootstrap": [case(1, 1, 0.99), case(2, 2, 0.99), case(5, 3, 0.99)],
+        "together": [
+            case(1, 1, 0.99, last_resets=[True]),
+            case(2, 2, 0.99, last_resets=[True, False]),
+            case(5, 4, 0.99, reset_prob=0.3, last_resets=[False, True, False, True]),
+            case(20, 8, 0.99, reset_prob=0.2),
+        ],
+        "gamma": [
+            case(3, 2, 0.0, reset_prob=0.3),
+            case(4, 2, 0.5, reset_prob=0.3),
+            case(3, 2, 1.0, reset_prob=0.3),
+            case(6, 3, 1.0, reset_prob=0.2),
+        ],
+    }
 
 
-def _compare(key: str, title: str, weight: int, cases: tuple[dict[str, Any], ...]) -> SubCheck:
-    return SubCheck(key, title, weight, "value_targets", cases, _targets)
+def _compare(key: str, title: str, weight: int) -> SubCheck:
+    return SubCheck(key, title, weight, "value_targets", key, _targets)
 
 
 SUBCHECKS = (
@@ -149,28 +158,27 @@ SUBCHECKS = (
         "discounted_sum",
         "discounted sum v_t = r_t + gamma * v_{t+1}, computed backwards (values 0, no resets)",
         2,
-        DISCOUNTED_SUM,
     ),
-    _compare("resets", "a reset at step t stops the sum: (1 - resets[t]) (values 0)", 3, RESETS),
-    _compare("bootstrap", "bootstrap v_T = V(latest_observation) (no resets)", 2, BOOTSTRAP),
-    _compare(
-        "together", "rewards, resets (also at the last step) and bootstrap together", 2, TOGETHER
-    ),
-    _compare("gamma", "gamma from __init__ is used (gamma = 0, 0.5 and 1)", 1, GAMMAS),
+    _compare("resets", "a reset at step t stops the sum: (1 - resets[t]) (values 0)", 3),
+    _compare("bootstrap", "bootstrap v_T = V(latest_observation) (no resets)", 2),
+    _compare("together", "rewards, resets (also at the last step) and bootstrap together", 2),
+    _compare("gamma", "gamma from __init__ is used (gamma = 0, 0.5 and 1)", 1),
     SubCheck(
         "no_graph",
         "value_targets carry no autograd graph",
         1,
         "value_targets",
-        (TOGETHER[2],),
+        "together:2",
         _no_graph,
+        gated=True,
     ),
     SubCheck(
         "inputs_unchanged",
         "rewards, resets, values and observations are left unchanged",
         1,
         "value_targets",
-        (TOGETHER[2],),
+        "together:2",
         _inputs_unchanged,
+        gated=True,
     ),
 )

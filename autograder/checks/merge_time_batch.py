@@ -4,10 +4,12 @@ Contract (docs/design.md): in place, every per-step list (and a ``(T, N)`` ``val
 becomes one ``(T*N, ...)`` batch, time-major (row ``t*N + i`` = step t, env i); tensors stay
 tensors (with their graph), arrays stay arrays; ``state`` untouched.
 
-The trajectory (:func:`course_lib.checks.fixtures.coded_trajectory`) has the runner's keys;
-every entry encodes where it came from (``100 t + i``, or frame ``t*N + i`` for observations),
-so a wrong order can be told row by row, and every tensor hangs off one leaf tensor, so the
-graph can be checked exactly.
+The trajectory (:func:`autograder.runtime.fixtures.coded_trajectory`) has the runner's keys;
+every entry encodes where it came from (``salt + 100 t + i``, or frame ``salt + t*N + i`` for
+observations, with a salt drawn for this grading), so a wrong order can be told row by row, and
+every tensor hangs off one leaf tensor, so the graph can be checked exactly. The gate is
+``time_major`` (every row compared with the reference's merge); shapes, types, the graph and
+the state are gated on it.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from course_lib.checks.probes import PER_STEP_KEYS
+from course_lib.checks.properties import batch_problem
 from solutions import reference
 
+from ..runtime.probes import PER_STEP_KEYS
 from .base import CheckFailed, SubCheck, array_of, describe, reference_observation
 
-__all__ = ["SUBCHECKS"]
+__all__ = ["GATE", "SUBCHECKS", "draw_cases"]
+
+GATE = ("time_major",)
 
 N_ACTIONS = 3
 #: How to read the code 100 t + i back from one merged row of each key.
@@ -31,12 +36,24 @@ DECODE = {
     "log_probs": lambda row: -row[0],
     "values": lambda row: row[0] - 0.5,
     "rewards": lambda row: row[0] * 1000,
+    "resets": lambda row: -1,
     "value_targets": lambda row: row[0] - 0.25,
 }
 
 
-def _case(T: int, N: int, targets_as_tensor: bool = False) -> dict[str, Any]:
-    return {"T": T, "N": N, "targets_as_tensor": targets_as_tensor}
+def draw_cases(rng: np.random.Generator) -> dict[str, list[dict[str, Any]]]:
+    """This grading's cases: sizes and the salt of the codes."""
+
+    def case(T: int, N: int, targets_as_tensor: bool = False) -> dict[str, Any]:
+        salt = 1000 * int(rng.integers(1, 200))
+        return {"T": T, "N": N, "targets_as_tensor": targets_as_tensor, "salt": salt}
+
+    T, N = (int(x) for x in rng.integers(2, 5, size=2))
+    return {
+        "main": [case(T, N)],
+        "tensor": [case(T, N, targets_as_tensor=True)],
+        "edges": [case(1, int(rng.integers(2, 5))), case(int(rng.integers(2, 5)), 1), case(1, 1)],
+    }
 
 
 def _changed(observation: dict[str, Any]) -> None:
@@ -57,11 +74,11 @@ def _shapes(observation: dict[str, Any], case: dict[str, Any], keys=PER_STEP_KEY
     expected = _expected(case)
     for key in keys:
         got, want = observation["keys"][key], expected[key]
-        if got.get("kind") not in ("tensor", "ndarray") or got["shape"] != want["shape"]:
-            raise CheckFailed(
-                f"with T={case['T']}, N={case['N']}: trajectory[{key!r}] should be one batch of "
-                f"shape {tuple(want['shape'])} (T*N rows), got {describe(got)}"
-            )
+        problem = batch_problem(got, key, want["kind"], tuple(want["shape"]))
+        if problem and got.get("kind") in ("tensor", "ndarray") and got["shape"] == want["shape"]:
+            continue  # right shape, other type: the "graph" and "arrays" checks say so
+        if problem:
+            raise CheckFailed(f"with T={case['T']}, N={case['N']}: {problem}")
 
 
 def _rows(record: dict[str, Any], key: str) -> np.ndarray | None:
@@ -71,12 +88,13 @@ def _rows(record: dict[str, Any], key: str) -> np.ndarray | None:
     return None if array is None else array.reshape(len(array), -1)
 
 
-def _holds(key: str, row: np.ndarray, N: int) -> str:
+def _holds(key: str, row: np.ndarray, case: dict[str, Any]) -> str:
     """``"step t=2, env i=0"`` for a merged row, when its content can be decoded."""
+    N, salt = case["N"], case.get("salt", 0)
     if key == "observations":
-        index = int(round(float(row[0])))
+        index = (int(round(float(row[0]))) - salt) % 256
         return f"step t={index // N}, env i={index % N}"
-    code = int(round(float(DECODE[key](row))))
+    code = int(round(float(DECODE[key](row)))) - salt
     if code >= 0 and code % 100 < N:
         return f"step t={code // 100}, env i={code % 100}"
     return "other data"
@@ -91,13 +109,15 @@ def _order(observation: dict[str, Any], case: dict[str, Any], keys=PER_STEP_KEYS
             raise CheckFailed(
                 f"trajectory[{key!r}] holds no numbers: {describe(observation['keys'][key])}"
             )
+        if got.shape != want.shape:
+            raise CheckFailed(f"trajectory[{key!r}] has {got.shape[0]} rows, expected T*N")
         rows = np.flatnonzero(~np.all(got == want, axis=1))
         if len(rows):
             row = int(rows[0])
             raise CheckFailed(
                 f"with T={case['T']}, N={N}, row {row} of trajectory[{key!r}] should be step "
                 f"t={row // N}, env i={row % N} (time-major: row = t*N + i) but holds "
-                f"{_holds(key, got[row], N)}; every key must use the same order, time first"
+                f"{_holds(key, got[row], case)}; every key must use the same order, time first"
             )
 
 
@@ -148,7 +168,12 @@ def _state(observation: dict[str, Any], case: dict[str, Any]) -> None:
     codes = state.get("latest_codes")
     ok = state.get("keys") == ["env_steps", "latest_observation"]
     ok = ok and state.get("env_steps") == case["T"]
-    ok = ok and codes is not None and len(codes) == case["N"] and bool(np.all(codes == 255))
+    ok = (
+        ok
+        and codes is not None
+        and len(codes) == case["N"]
+        and bool(np.all(np.asarray(codes) == 255))
+    )
     if not ok:
         raise CheckFailed(
             "trajectory['state'] changed: it is not a per-step list, leave it as it is "
@@ -162,15 +187,16 @@ SUBCHECKS = (
         "every per-step list becomes one (T*N, ...) batch, in place",
         2,
         "merge",
-        (_case(3, 2),),
+        "main",
         _shapes,
+        gated=True,
     ),
     SubCheck(
         "time_major",
         "rows are time-major (row t*N + i = step t, env i) in every key",
         3,
         "merge",
-        (_case(3, 2),),
+        "main",
         _order,
     ),
     SubCheck(
@@ -178,32 +204,29 @@ SUBCHECKS = (
         "tensors stay torch tensors with their autograd graph",
         2,
         "merge",
-        (_case(3, 2),),
+        "main",
         _graph,
+        gated=True,
     ),
     SubCheck(
         "arrays",
         "numpy arrays stay numpy arrays with their dtype",
         1,
         "merge",
-        (_case(3, 2),),
+        "main",
         _arrays,
+        gated=True,
     ),
     SubCheck(
         "tensor_targets",
         "value_targets given as one (T, N) tensor is merged too",
         1,
         "merge",
-        (_case(3, 2, targets_as_tensor=True),),
+        "tensor",
         _tensor_targets,
     ),
-    SubCheck("state", "trajectory['state'] is left untouched", 1, "merge", (_case(3, 2),), _state),
     SubCheck(
-        "edges",
-        "works for T = 1 and for N = 1",
-        1,
-        "merge",
-        (_case(1, 3), _case(4, 1), _case(1, 1)),
-        _edges,
+        "state", "trajectory['state'] is left untouched", 1, "merge", "main", _state, gated=True
     ),
+    SubCheck("edges", "works for T = 1 and for N = 1", 1, "merge", "edges", _edges),
 )

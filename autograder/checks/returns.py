@@ -1,7 +1,7 @@
 """Synthetic trajectories for the value-target parts (``compute_value_targets`` and ``gae``).
 
 A case is plain data: T-step, N-env rewards and resets, the discount, and the state values of
-coded frames (:func:`course_lib.checks.fixtures.returns_trajectory` turns it into a runner-shaped
+coded frames (:func:`autograder.runtime.fixtures.returns_trajectory` turns it into a runner-shaped
 trajectory), so V(latest_observation) differs from V(observations[-1]) and a wrong bootstrap
 shows. :func:`read_per_step` accepts both storage forms of the contract (a list of T ``(N,)``
 tensors, or one ``(T, N)`` tensor; numpy too) and :func:`nstep_targets` computes the textbook
@@ -50,6 +50,7 @@ def make_case(
         "obs_codes": codes[: T * N].reshape(T, N),
         "latest_codes": codes[T * N :],
         "value_table": table.astype(np.float32),
+        "action_seed": int(rng.integers(0, 2**31)),
     }
 
 

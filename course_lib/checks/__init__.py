@@ -24,13 +24,10 @@ check                               candidate                          module
 =================================== ================================== ======================
 
 :mod:`._common` holds :class:`CheckFailed`, :func:`require_implemented` and the message
-helpers. Shared with the course's grader (which runs them where your code runs, then judges
-what they report in its own process):
-
-* :mod:`.fixtures`: coded frames, tiny models and a policy that drive one part at a time;
-* :mod:`.probes`: run a part on given inputs and report what came back, as plain data;
-* :mod:`.record`: that plain data, described, encoded and decoded (no pickle);
-* :mod:`.harness`: runs the probes of a grading plan quietly, under time limits.
+helpers; :mod:`.fixtures` the lookup-table model and value-only policy the checks drive one part
+with (neither answers a part). :mod:`.properties` captures what your code returned as plain
+data and holds the properties every check asks (output shapes and dtypes, actions, log-probs,
+sampling, merged batches): the course's grader asks them with the same code.
 """
 
 from ._a2c import _A2C_EXPECTED as _A2C_EXPECTED  # the tests guard the hand-worked numbers

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from ._common import OBS_SHAPE, _call, _fail, _obs, _ok
-from .fixtures import FixturePolicy, TableModel
+from .fixtures import TableModel, ValuePolicy
 
 #: The hand-worked batch: B=4 samples, 2 actions, all logits 0 (so pi = 0.5, log pi = -ln 2,
 #: entropy = ln 2), V = [1, 2, 0.5, 0], targets = [2, 2, 0, 1], advantages A = [1, 0, -0.5, 1].
@@ -42,7 +42,7 @@ def _a2c_setup(A2C: type, max_grad_norm: float) -> tuple[Any, TableModel, dict[s
     algo = _call(
         "A2C",
         A2C,
-        FixturePolicy(model),
+        ValuePolicy(model),
         optimizer,
         value_loss_coef=0.25,
         entropy_coef=0.01,

@@ -4,8 +4,8 @@
 :mod:`course_lib.checks`; the course's grader raises the same class); the rest is private to the
 check modules: ``_fail`` / ``_ok`` format the messages, ``_call`` runs student code and ties an
 exception to the part and the student's line, ``_obs`` builds coded frames. The models and
-policies the checks drive one part with are the shared fixtures of
-:mod:`course_lib.checks.fixtures`.
+policies the checks drive one part with are in :mod:`course_lib.checks.fixtures`, the
+properties they ask in :mod:`course_lib.checks.properties` (shared with the course's grader).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from .fixtures import OBS_SHAPE as OBS_SHAPE  # re-exported to the check modules
-from .fixtures import FixturePolicy, TableModel, frames
-from .record import array_of, capture, describe, student_error
+from .fixtures import TableModel, ValuePolicy, frames
+from .properties import array_of, capture, describe, student_error
 
 
 class CheckFailed(AssertionError):
@@ -73,9 +73,9 @@ def _obs(codes: list[int]) -> np.ndarray:
     return frames(codes)
 
 
-def _value_policy() -> FixturePolicy:
+def _value_policy() -> ValuePolicy:
     """V(obs) = the pixel code of obs, for codes 0..9 (with an autograd graph)."""
-    return FixturePolicy(TableModel([[0.0, 0.0]] * 10, [float(c) for c in range(10)]))
+    return ValuePolicy(TableModel([[0.0, 0.0]] * 10, [float(c) for c in range(10)]))
 
 
 def _call(part: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

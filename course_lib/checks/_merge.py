@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from ._common import OBS_SHAPE, _call, _fail, _obs, _ok
+from .properties import batch_problem, capture, has_graph
 
 
 def _merge_trajectory(targets_as_tensor: bool) -> dict[str, Any]:
@@ -57,31 +58,20 @@ def check_merge_time_batch(MergeTimeBatch: type) -> None:
             )
         shapes = {"observations": (6, *OBS_SHAPE), "logits": (6, 3)}
         for key, kind in (
-            ("actions", np.ndarray),
-            ("observations", np.ndarray),
-            ("rewards", np.ndarray),
-            ("resets", np.ndarray),
-            ("logits", torch.Tensor),
-            ("log_probs", torch.Tensor),
-            ("values", torch.Tensor),
-            ("value_targets", torch.Tensor),
+            ("actions", "ndarray"),
+            ("observations", "ndarray"),
+            ("rewards", "ndarray"),
+            ("resets", "ndarray"),
+            ("logits", "tensor"),
+            ("log_probs", "tensor"),
+            ("values", "tensor"),
+            ("value_targets", "tensor"),
         ):
             x = trajectory[key]
-            if not isinstance(x, kind):
+            problem = batch_problem(capture(x, data=False), key, kind, shapes.get(key, (6,)))
+            if problem:
                 _fail(
-                    part,
-                    f"`{key}` changed type.",
-                    kind.__name__,
-                    type(x).__name__,
-                    "numpy lists become numpy arrays, tensor lists become tensors.",
-                )
-            if tuple(x.shape) != shapes.get(key, (6,)):
-                _fail(
-                    part,
-                    f"`{key}` has the wrong merged shape (T=3, N=2).",
-                    shapes.get(key, (6,)),
-                    tuple(x.shape),
-                    "one row per (step, env) pair: (T*N, ...), not (T, N, ...).",
+                    part, problem, hint="one row per (step, env) pair: (T*N, ...), not (T, N, ...)."
                 )
             first = x.reshape(6, -1)[:, 0]
             got = np.asarray(first.detach().numpy() if isinstance(x, torch.Tensor) else first)
@@ -95,7 +85,7 @@ def check_merge_time_batch(MergeTimeBatch: type) -> None:
                     got,
                     hint,
                 )
-        graph = {k: trajectory[k].grad_fn is not None for k in ("values", "log_probs", "logits")}
+        graph = {k: has_graph(trajectory[k]) for k in ("values", "log_probs", "logits")}
         if not all(graph.values()):
             _fail(
                 part,

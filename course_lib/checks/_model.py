@@ -12,6 +12,13 @@ from torch import nn
 
 from ._common import OBS_SHAPE, _call, _fail, _obs, _ok
 from .fixtures import TableModel
+from .properties import (
+    actions_problem,
+    capture,
+    chi_square_p_value,
+    log_probs_problem,
+    output_pair_problem,
+)
 
 
 def _keys_of(out: Any) -> Any:
@@ -40,27 +47,15 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
             f"the model fails on uint8 input (N, 4, 84, 84): {err}",
             hint="Conv2d refuses uint8 tensors: convert to float (and scale to [0, 1]) in forward.",
         )
-    if not (isinstance(out, tuple) and len(out) == 2):
+    problem = output_pair_problem(capture(out), 2, 6)
+    if problem:
         _fail(
-            part, "the model must return a pair (logits, values).", "tuple of 2 tensors", type(out)
+            part,
+            problem,
+            hint="the policy head is nn.Linear(512, n_actions), the value head "
+            "nn.Linear(512, 1) followed by .squeeze(-1).",
         )
     logits, values = out
-    if tuple(logits.shape) != (2, 6):
-        _fail(
-            part,
-            "logits have the wrong shape for N=2 observations, 6 actions.",
-            (2, 6),
-            tuple(logits.shape),
-            "the policy head is nn.Linear(512, n_actions).",
-        )
-    if tuple(values.shape) != (2,):
-        _fail(
-            part,
-            "values have the wrong shape.",
-            (2,),
-            tuple(values.shape),
-            "the value head gives (N, 1): return values.squeeze(-1).",
-        )
     float_logits, float_values = _call(part, model, obs.float())
     if not (
         torch.allclose(logits, float_logits, atol=1e-5)
@@ -116,21 +111,18 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
             _fail(part, "act() must return a dict with the key 'actions'.", "dict", _keys_of(out))
         counts += np.bincount(_action_array(out["actions"]).reshape(-1), minlength=3)[:3]
     freq = counts / counts.sum()
-    if freq[0] > 0.97:
+    if chi_square_p_value(counts, np.array(probs)) < 1e-6:
+        greedy = freq[0] > 0.97
         _fail(
             part,
-            "actions are (almost) always the most likely one.",
+            "actions are (almost) always the most likely one."
+            if greedy
+            else "action frequencies do not follow softmax(logits).",
             probs,
             freq.round(3),
-            "sample from Categorical(logits=logits) instead of taking argmax.",
-        )
-    if np.abs(freq - probs).max() > 0.05:
-        _fail(
-            part,
-            "action frequencies do not follow softmax(logits).",
-            probs,
-            freq.round(3),
-            "Categorical(logits=logits) takes raw logits; Categorical(probs=...) needs a softmax.",
+            "sample from Categorical(logits=logits) instead of taking argmax."
+            if greedy
+            else "Categorical(logits=logits) takes raw logits; Categorical(probs=...) needs a softmax.",
         )
     _ok(f"Policy samples softmax(logits): frequencies {freq.round(2).tolist()} for {probs}")
     if make_model is None:
@@ -150,22 +142,9 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
     actions, logits, log_probs, values = (
         out[k] for k in ("actions", "logits", "log_probs", "values")
     )
-    if isinstance(actions, torch.Tensor):  # the runner converts an integer tensor: accepted
-        actions = actions.detach().cpu().numpy()
-    if (
-        not isinstance(actions, np.ndarray)
-        or actions.shape != (3,)
-        or actions.dtype.kind not in "iu"
-    ):
-        _fail(
-            part,
-            "actions must be integers of shape (N,): a numpy int64 array (or an integer tensor).",
-            "integers (3,)",
-            actions,
-            "one sampled action index per env.",
-        )
-    if not ((actions >= 0) & (actions < 6)).all():
-        _fail(part, "actions out of range [0, 6).", actual=actions)
+    problem = actions_problem(capture(actions), 3, 6)  # an integer tensor is accepted too
+    if problem:
+        _fail(part, problem, actual=actions, hint="one sampled action index per env.")
     for name, x, shape in (
         ("logits", logits, (3, 6)),
         ("log_probs", log_probs, (3,)),
@@ -173,14 +152,16 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
     ):
         if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape:
             _fail(part, f"`{name}` must be a torch tensor of shape {shape}.", shape, x)
-    expected = torch.log_softmax(logits, dim=-1)[torch.arange(3), torch.as_tensor(actions)]
-    if not torch.allclose(log_probs, expected, atol=1e-5):
+    actions = _action_array(actions)
+    problem = log_probs_problem(
+        log_probs.detach().cpu().numpy(), logits.detach().cpu().numpy(), actions
+    )
+    if problem:
         _fail(
             part,
-            "log_probs are not log softmax(logits)[actions].",
-            expected,
-            log_probs,
-            "use dist.log_prob(actions) of the same distribution you sampled from.",
+            problem,
+            actual=log_probs,
+            hint="use dist.log_prob(actions) of the same distribution you sampled from.",
         )
     if not (values.requires_grad and log_probs.requires_grad):
         _fail(

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from ._common import _as_array, _call, _fail, _obs, _ok, _value_policy
-from .probes import has_graph as _has_graph
+from .properties import has_graph as _has_graph
 
 # ---------------------------------------------------------------------------- targets
 #: The hand-worked trajectory: T=3 steps, N=2 envs, gamma 0.5, env 1 ends at t=1.

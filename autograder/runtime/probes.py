@@ -1,14 +1,14 @@
 """Probes: run one student part on given inputs and report, as plain data, what came back.
 
 A probe never judges. It builds the part's inputs from a *case* (plain data: sizes, seeds,
-small arrays), calls the student's code once or a few times and returns an observation: the
-outputs (:func:`~course_lib.checks.record.capture`), and facts only the running code can see
-(which parameters a gradient reached, which inputs were changed in place). Exceptions from the
-student's code propagate to the caller.
+small arrays drawn by the grader for this grading), calls the student's code once or a few
+times and returns an observation: the outputs (:func:`course_lib.checks.properties.capture`),
+and facts only the running code can see (which parameters a gradient reached, which inputs
+were changed in place, which layers the model's forward pass used, with their weights).
+Exceptions from the student's code propagate to the caller (:mod:`.harness`).
 
-The same probes serve two callers: the visible checks compare an observation with numbers
-worked out by hand, and the course's grader runs them in a sandboxed process and compares the
-observation, in another process, with what the reference gives on the same case.
+The grader runs the same probes on the reference in its own process, on the same case, and
+compares; for the model, it recomputes the outputs itself from the reported weights.
 
 ``PROBES`` maps a probe's name to its function ``probe(candidate, case) -> dict``.
 """
@@ -23,13 +23,18 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+from course_lib.checks.properties import capture, has_graph
 
 from . import fixtures
-from .record import capture
 
-__all__ = ["PROBES", "has_graph", "run_probe", "seed_all"]
+__all__ = ["PROBES", "run_probe", "seed_all"]
 
 Observation = dict[str, Any]
+#: At most this many layers are reported, each weight with at most this many elements.
+MAX_LAYERS, MAX_WEIGHT = 16, 4_000_000
 
 
 def seed_all(seed: int) -> None:
@@ -40,6 +45,55 @@ def seed_all(seed: int) -> None:
 
 
 # ------------------------------------------------------------------------------ model
+class _LayerLog(TorchFunctionMode):
+    """Records every ``conv2d`` and ``linear`` call of a forward pass, with its arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.conv2d or func is F.linear:
+            names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+            bound = dict(zip(names, args, strict=False)) | kwargs
+            self.calls.append(("conv2d" if func is F.conv2d else "linear", bound))
+        return func(*args, **kwargs)
+
+
+def _pair(value: Any) -> Any:
+    if isinstance(value, str):
+        return value[:20]
+    if isinstance(value, int):
+        return [value, value]
+    return [int(v) for v in value]
+
+
+def _layers(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each distinct layer (by its weight tensor) in the order the forward pass first used it."""
+    layers, seen = [], set()
+    for kind, bound in calls:
+        weight, bias = bound.get("weight"), bound.get("bias")
+        if not isinstance(weight, torch.Tensor) or id(weight) in seen:
+            continue
+        seen.add(id(weight))
+        layer = {"kind": kind, "shape": list(weight.shape), "bias_shape": None}
+        if weight.numel() <= MAX_WEIGHT:
+            layer["weight"] = weight.detach().cpu().float().numpy()
+        if isinstance(bias, torch.Tensor):
+            layer["bias_shape"] = list(bias.shape)
+            layer["bias"] = bias.detach().cpu().float().numpy()
+        if kind == "conv2d":
+            layer["stride"] = _pair(bound.get("stride", 1))
+            layer["padding"] = _pair(bound.get("padding", 0))
+            layer["dilation"] = _pair(bound.get("dilation", 1))
+            layer["groups"] = int(bound.get("groups", 1))
+        layers.append(layer)
+        if len(layers) >= MAX_LAYERS:
+            break
+    return layers
+
+
 def _build(make_model: Callable[[int], Any], n_actions: int, init_seed: int) -> Any:
     seed_all(init_seed)
     return make_model(n_actions)
@@ -49,34 +103,40 @@ def _obs(case: dict[str, Any], key: str = "obs_seed", n: str = "n") -> torch.Ten
     return torch.from_numpy(fixtures.random_frames(int(case[n]), int(case[key])))
 
 
-def model_build(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
-    model = _build(make_model, case["n_actions"], case["init_seed"])
-    return {"is_module": isinstance(model, nn.Module), "type": capture(model, data=False)}
-
-
-def model_outputs(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
-    """Forward on ``n`` random uint8 frames (and, with ``float_too``, the same as float32)."""
+def model_net(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
+    """One model, every fact the model part needs: the layers its forward used (with their
+    weights), its outputs on uint8, float and one-frame inputs, gradients, registration."""
     model = _build(make_model, case["n_actions"], case["init_seed"])
     obs = _obs(case)
-    observed: Observation = {"output": capture(model(obs))}
-    if case.get("float_too"):
-        as_float = obs.float()
-        kept = as_float.clone()
-        with torch.no_grad():
-            observed["float_output"] = capture(model(as_float))
-        observed["float_input_unchanged"] = bool(torch.equal(as_float, kept))
+    observed: Observation = {
+        "is_module": isinstance(model, nn.Module),
+        "type": capture(model, data=False),
+    }
+    with _LayerLog() as log:
+        output = model(obs)
+    observed["output"] = capture(output)
+    observed["layers"] = _layers(log.calls)
+    as_float = obs.float()
+    kept = as_float.clone()
+    with torch.no_grad():
+        observed["float_output"] = capture(model(as_float))
+        observed["one_output"] = capture(model(obs[:1]))
+    observed["float_input_unchanged"] = bool(torch.equal(as_float, kept))
+    parameters = list(model.parameters()) if isinstance(model, nn.Module) else []
+    observed["trainable"] = int(sum(p.numel() for p in parameters if p.requires_grad))
+    observed.update(_gradients(model, obs))
+    observed.update(_registered(make_model, model, obs, case))
     return observed
 
 
-def model_size(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
+def model_outputs(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
+    """Forward on ``n`` random uint8 frames."""
     model = _build(make_model, case["n_actions"], case["init_seed"])
-    return {"trainable": int(sum(p.numel() for p in model.parameters() if p.requires_grad))}
+    return {"output": capture(model(_obs(case)))}
 
 
-def model_gradients(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
-    """Which parameters the gradient of each output reaches, and the outputs themselves."""
-    model = _build(make_model, case["n_actions"], case["init_seed"])
-    obs = _obs(case)
+def _gradients(model: Any, obs: torch.Tensor) -> Observation:
+    """Which parameters the gradient of each output reaches."""
     reached = {}
     for index, name in enumerate(("logits", "values")):
         model.zero_grad()
@@ -87,8 +147,6 @@ def model_gradients(make_model: Callable[[int], Any], case: dict[str, Any]) -> O
         reached[name] = [
             n for n, p in model.named_parameters() if p.grad is not None and bool(p.grad.any())
         ]
-    with torch.no_grad():
-        reached["output"] = capture(model(obs))
     return reached
 
 
@@ -107,14 +165,14 @@ def _graph_leaves(outputs: list[torch.Tensor]) -> list[torch.Tensor]:
     return leaves
 
 
-def model_registered(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
+def _registered(
+    make_model: Callable[[int], Any], model: Any, obs: torch.Tensor, case: dict[str, Any]
+) -> Observation:
     """Are the tensors that shape the outputs the module's own (parameters, .to, state_dict)?"""
-    obs = _obs(case)
-    model = _build(make_model, case["n_actions"], case["init_seed"])
     logits, values = model(obs)
     own = {id(p) for p in model.parameters()}
     outside = [list(t.shape) for t in _graph_leaves([logits, values]) if id(t) not in own]
-    observed: Observation = {"outside_parameters": outside}
+    observed: Observation = {"outside_parameters": outside[:16]}
     twin = _build(make_model, case["n_actions"], case["init_seed"] + 1)
     twin.load_state_dict(model.state_dict())
     with torch.no_grad():
@@ -239,13 +297,6 @@ def _same(old: Any, new: Any) -> bool:
     return old == new
 
 
-def has_graph(value: Any) -> bool:
-    """True when ``value`` (a tensor, or a list or tuple of them) requires grad."""
-    if isinstance(value, (tuple, list)):
-        return any(has_graph(item) for item in value)
-    return isinstance(value, torch.Tensor) and value.requires_grad
-
-
 def _returns_probe(call: Callable[..., Any], case: dict[str, Any], keys: tuple[str, ...]):
     policy, trajectory = fixtures.returns_trajectory(case)
     before = _snapshot(trajectory)
@@ -294,7 +345,9 @@ PER_STEP_KEYS = (
 def merge(MergeTimeBatch: type, case: dict[str, Any]) -> Observation:
     """``MergeTimeBatch()(trajectory)`` on a trajectory whose entries encode (t, i)."""
     T, N = int(case["T"]), int(case["N"])
-    trajectory, leaf = fixtures.coded_trajectory(T, N, bool(case["targets_as_tensor"]))
+    trajectory, leaf = fixtures.coded_trajectory(
+        T, N, bool(case["targets_as_tensor"]), salt=int(case.get("salt", 0))
+    )
     state = trajectory["state"]
     returned = MergeTimeBatch()(trajectory)
     observed: Observation = {
@@ -307,7 +360,7 @@ def merge(MergeTimeBatch: type, case: dict[str, Any]) -> Observation:
         if key == "observations" and isinstance(value, (np.ndarray, torch.Tensor)):
             record = capture(value, data=False)
             if value.ndim == 4:  # one code per frame: its first pixel
-                record["codes"] = np.asarray(value[:, 0, 0, 0], dtype=np.float64)
+                record["codes"] = np.asarray(value[:, 0, 0, 0], dtype=np.float64)[: 64 * 64]
             observed["keys"][key] = record
         else:
             observed["keys"][key] = capture(value)
@@ -353,9 +406,7 @@ def a2c_run(A2C: type, case: dict[str, Any]) -> Observation:
         return {"runs": [a2c_run(A2C, run) for run in case["runs"]]}
     n_actions, rows = int(case["n_actions"]), int(case["rows"])
     model = fixtures.make_fixture_model(case["model"], n_actions, int(case["init_seed"]))
-    agent = A2C(
-        fixtures.FixturePolicy(model), _optimizer(case["optimizer"], model), **case["coefs"]
-    )
+    agent = A2C(fixtures.ValuePolicy(model), _optimizer(case["optimizer"], model), **case["coefs"])
     observed: Observation = {"stats": [], "params": []}
     for index, seed in enumerate(case["steps"]):
         if index == 1 and case.get("fresh_second"):
@@ -363,7 +414,7 @@ def a2c_run(A2C: type, case: dict[str, Any]) -> Observation:
             for param in fresh.parameters():
                 param.grad = None
             twin = A2C(
-                fixtures.FixturePolicy(fresh), _optimizer(case["optimizer"], fresh), **case["coefs"]
+                fixtures.ValuePolicy(fresh), _optimizer(case["optimizer"], fresh), **case["coefs"]
             )
             twin.step(fixtures.merged_batch(fresh, seed, rows, n_actions))
             observed["fresh_params"] = _flat_parameters(fresh)
@@ -377,11 +428,8 @@ def a2c_run(A2C: type, case: dict[str, Any]) -> Observation:
 
 
 PROBES: dict[str, Callable[[Any, dict[str, Any]], Observation]] = {
-    "model_build": model_build,
+    "model_net": model_net,
     "model_outputs": model_outputs,
-    "model_size": model_size,
-    "model_gradients": model_gradients,
-    "model_registered": model_registered,
     "model_negative_values": model_negative_values,
     "policy_act": policy_act,
     "policy_samples": policy_samples,

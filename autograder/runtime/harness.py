@@ -1,13 +1,13 @@
-"""Run the probes of a plan on a student part, quietly and under time limits; save what came back.
+"""Run the probe steps of a plan on a student part, quietly, seeded and under time limits.
 
-The course's grader gives the process that runs the student's notebook a *plan*: for each part,
-a list of steps ``{"key", "probe", "case", "seconds"}`` (plain data). After the notebook's
-graded cell of a part, :func:`record_part` runs every step on the student's name for that part
-and writes one record per step, ``<out_dir>/<part>.<key>.json``:
-``{"ok": true, "observation": {...}}`` or ``{"ok": false, "error": "...", "timed_out": bool}``.
+The grader gives the process that runs the student's notebook the plan's steps for each part,
+``{"key", "probe", "case", "seconds"}`` (plain data). :func:`run_steps` runs each step on the
+student's name for that part and yields one record per step: ``{"ok": true, "observation":
+{...}, "seconds": ...}`` or ``{"ok": false, "error": "...", "timed_out": bool}``. The caller
+ships each record as text (:func:`.record.dumps`) to the grader, which judges it.
 
-This code runs next to the student's code and decides nothing: it only reports. The grader
-reads the records in another process and compares them with the reference.
+This code runs next to the student's code and decides nothing: it only reports. Inside the
+sandbox it is the read-only package ``grading_runtime``; in the grader, ``autograder.runtime``.
 
 Time limits use ``SIGPROF``/``SIGALRM`` (Linux and macOS, main thread): a step that runs out of
 CPU time, or of ``WALL_CLOCK_FACTOR`` times that in wall-clock time, is stopped; after
@@ -33,14 +33,14 @@ from typing import Any
 
 import numpy as np
 
+from course_lib.checks.properties import student_error
+
 from .probes import run_probe, seed_all
-from .record import dumps, loads, student_error
 
 __all__ = [
     "StepTimeout",
     "guarded",
     "quiet",
-    "record_part",
     "run_steps",
     "seed_all",
     "state_kept",
@@ -50,6 +50,7 @@ __all__ = [
 WALL_CLOCK_FACTOR = 4.0
 MAX_TIMEOUTS = 2
 SEED = 20240
+_HERE = (str(Path(__file__).resolve().parent),)
 
 
 class StepTimeout(BaseException):
@@ -139,7 +140,7 @@ def guarded(function: Callable[[], Any], seconds: float | None) -> dict[str, Any
     except StepTimeout as error:
         return {"ok": False, "timed_out": True, "error": f"did not finish: {error}"}
     except BaseException as error:  # anything the student's code raises, SystemExit included
-        return {"ok": False, "timed_out": False, "error": student_error(error)}
+        return {"ok": False, "timed_out": False, "error": student_error(error, _HERE)}
     return {"ok": True, "observation": observation, "seconds": time.perf_counter() - start}
 
 
@@ -168,25 +169,5 @@ def run_steps(
             yield step["key"], record
 
 
-#: Environment variables naming the plan file and the records folder of a grading run.
+#: Environment variables that name the plan file and the records folder of a grading run.
 PLAN_VARIABLE, RECORDS_VARIABLE = "A2C_GRADER_PLAN", "A2C_GRADER_RECORDS"
-
-
-def record_part(part: str, candidate: Any) -> None:
-    """Run the plan's steps for ``part`` on ``candidate``; write one record file per step.
-
-    The plan file and the records folder are named by the environment variables
-    :data:`PLAN_VARIABLE` and :data:`RECORDS_VARIABLE` (set by the grader for the process that
-    runs the notebook). ``candidate`` is ``None`` when the notebook does not define the name.
-    """
-    plan = loads(Path(os.environ[PLAN_VARIABLE]).read_text())
-    steps = plan["parts"].get(part, [])
-    out = Path(os.environ[RECORDS_VARIABLE])
-    out.mkdir(parents=True, exist_ok=True)
-    if candidate is None:
-        missing = {"ok": False, "timed_out": False, "missing": True, "error": "not defined"}
-        for step in steps:
-            (out / f"{part}.{step['key']}.json").write_text(dumps(missing))
-        return
-    for key, record in run_steps(candidate, steps, float(plan.get("time_scale", 1.0))):
-        (out / f"{part}.{key}.json").write_text(dumps(record))

@@ -106,7 +106,7 @@ _fake.grade_part = lambda *a, **k: 99.0
 sys.modules["autograder"] = types.ModuleType("autograder")
 sys.modules["autograder.hidden"] = _fake
 _forged = {"ok": True, "passed": True, "score": 99.0, "observation": {"passed": True}}
-for _name in ("grading_runtime", "course_lib.checks"):
+for _name in ("grading_runtime",):
     try:
         _harness = __import__(_name + ".harness", fromlist=["x"])
         _probes = __import__(_name + ".probes", fromlist=["x"])
@@ -116,7 +116,7 @@ for _name in ("grading_runtime", "course_lib.checks"):
     _probes.run_probe = lambda *a, **k: {}
     _harness.run_steps = lambda candidate, steps, scale=1.0: ((s["key"], dict(_forged)) for s in steps)
 # Forged lines straight into the grader's channel, through the supervisor's open files.
-from course_lib.checks.record import dumps as _dumps
+_dumps = json.dumps
 for _fd in glob.glob(f"/proc/{os.getppid()}/fd/*"):
     try:
         with open(_fd, "wb") as _out:
@@ -159,7 +159,7 @@ for _fd in (_fd, *range(3, 12)):
     "hang_unlimited": r'''
 # Time limits patched out, then parts that never return: each may cost its own part only.
 import contextlib
-for _name in ("grading_runtime.harness", "course_lib.checks.harness"):
+for _name in ("grading_runtime.harness",):
     try:
         _harness = __import__(_name, fromlist=["x"])
         _harness.time_limit = lambda seconds: contextlib.nullcontext()

@@ -46,6 +46,7 @@ __all__ = [
     "Written",
     "course_points",
     "csv_columns",
+    "histogram_figure",
     "manual_scores",
     "merge_rows",
     "read_rows",
@@ -336,8 +337,8 @@ def summary_text(rows: Sequence[dict[str, str]], points: CoursePoints) -> str:
     return "\n".join(lines)
 
 
-def save_histogram(rows: Sequence[dict[str, str]], points: CoursePoints, path: Path) -> Path:
-    """A PNG with one histogram of scores per part (and the total); returns ``path``."""
+def histogram_figure(rows: Sequence[dict[str, str]], points: CoursePoints) -> Any:
+    """A matplotlib figure with one histogram of scores per part, part 8 and the total."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -346,28 +347,34 @@ def save_histogram(rows: Sequence[dict[str, str]], points: CoursePoints, path: P
 
     graded = [row for row in rows if row.get("status") == "graded"]
     tops = {**points.auto, **points.manual, "total": points.full_marks}
+    bonus = sum(points.auto[key] for key in points.bonus if key in points.auto)
     columns = min(4, len(tops))
     lines = -(-len(tops) // columns)
     figure, axes = plt.subplots(lines, columns, figsize=(3.2 * columns, 2.6 * lines), squeeze=False)
     for axis, (key, top) in zip(axes.flat, tops.items(), strict=False):
         scores = [v for v in (_number(row.get(key, "")) for row in graded) if v is not None]
-        upper = top + (
-            sum(points.auto[k] for k in points.bonus if k in points.auto) if key == "total" else 0
-        )
+        upper = top + bonus if key == "total" else top
         axis.hist(scores, bins=10, range=(0, max(upper, 1e-9)))
-        title = textwrap.shorten(key, 20) + (
-            f" (of {top:g})" if key != "total" else f" (full marks {top:g})"
-        )
-        axis.set_title(title, fontsize=9)
+        title = f"{textwrap.shorten(key, 20)} (of {top:g})"
+        axis.set_title(title if key != "total" else f"total (full marks {top:g})", fontsize=9)
         axis.set_xlabel("points")
         axis.set_ylabel("students")
         axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.set_ylim(0, max(1.0, axis.get_ylim()[1]))
         if not scores:
             axis.text(0.5, 0.5, NOT_GRADED_YET, ha="center", transform=axis.transAxes)
     for axis in list(axes.flat)[len(tops) :]:
         axis.set_visible(False)
     figure.suptitle(f"score distributions ({len(graded)} graded submissions)")
     figure.tight_layout()
+    return figure
+
+
+def save_histogram(rows: Sequence[dict[str, str]], points: CoursePoints, path: Path) -> Path:
+    """:func:`histogram_figure` saved as a PNG; returns ``path``."""
+    import matplotlib.pyplot as plt
+
+    figure = histogram_figure(rows, points)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
     plt.close(figure)

@@ -481,15 +481,15 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("Notebooks are up to date.")
         return 0
+    warning = placeholder_warning()
+    if warning:
+        print(warning, file=sys.stderr)
     if args.student_dir is not None:
         try:  # refuse a wrong folder before anything is written
             _student_dir(args.student_dir)
         except ValueError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-    warning = placeholder_warning()
-    if warning:
-        print(warning, file=sys.stderr)
     build()
     print(
         f"Synced {SOURCE_NOTEBOOK.relative_to(ROOT)}; wrote {RELEASE_NOTEBOOK.relative_to(ROOT)}."

@@ -63,13 +63,13 @@ def check_course_dir(folder: Path, allow_git: bool = False) -> Path:
             f"--course {folder} is inside {top}, a git clone of the student distribution "
             "(course_lib/, notebooks/): the course would put the solutions, the hidden tests, "
             "the gradebook and every submission where the next `git push` publishes them. "
-            "Keep the course in its own folder outside any repository, e.g. ~/a2c-grading."
+            "Keep the course in its own folder outside any repository, e.g. ~/private-a2c-grading."
         )
     if not allow_git:
         raise CourseFolderError(
             f"--course {folder} is inside the git work tree {top}: the course holds the "
             "solutions, the hidden tests, the gradebook and every submission, which a commit "
-            "there would record. Use a folder outside any repository (e.g. ~/a2c-grading), or "
+            "there would record. Use a folder outside any repository (e.g. ~/private-a2c-grading), or "
             "pass --allow-git if that repository is private and meant to hold them."
         )
     return folder

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import csv
 import statistics
-import textwrap
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -124,7 +124,8 @@ def manual_scores(db_url: str, students: Iterable[str]) -> dict[str, dict[str, f
     from .course import ASSIGNMENT, NOTEBOOK
 
     found: dict[str, dict[str, float | None]] = {}
-    with Gradebook(db_url) as gradebook:
+    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
+        warnings.simplefilter("ignore")  # SQLAlchemy's noise about nbgrader's models
         for student in students:
             try:
                 notebook = gradebook.find_submission_notebook(NOTEBOOK, ASSIGNMENT, student)
@@ -355,7 +356,7 @@ def histogram_figure(rows: Sequence[dict[str, str]], points: CoursePoints) -> An
         scores = [v for v in (_number(row.get(key, "")) for row in graded) if v is not None]
         upper = top + bonus if key == "total" else top
         axis.hist(scores, bins=10, range=(0, max(upper, 1e-9)))
-        title = f"{textwrap.shorten(key, 20)} (of {top:g})"
+        title = f"{key} ({'bonus, ' if key in points.bonus else ''}of {top:g})"
         axis.set_title(title if key != "total" else f"total (full marks {top:g})", fontsize=9)
         axis.set_xlabel("points")
         axis.set_ylabel("students")

@@ -359,7 +359,7 @@ def _student_dir(out: Path) -> Path:
         raise ValueError(
             f"{out} holds {', '.join(course)}: it looks like an nbgrader course (the grading "
             "folder, with the solutions, the gradebook and the submissions), never the public "
-            "student repository. Pass a clone of the student repository, e.g. ../a2c-student-release."
+            "student repository. Pass a clone of the student repository, e.g. ~/public-a2c-student-repo."
         )
     if out.is_dir():
         secret = _secret_files(out)

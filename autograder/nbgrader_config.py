@@ -98,3 +98,9 @@ c.FeedbackExporter.extra_template_paths = [
     str(nbgrader_templates()),
     str(nbgrader_templates().parent / "static/node_modules/bootstrap/dist/css"),
 ]
+
+# --- export --------------------------------------------------------------------------------------
+# `nbgrader export` writes the course's totals: max_score is full marks (15 = 12 autograded + 3
+# for part 8), the bonus counts in the score above it, and part 8 says "not graded yet" (nbgrader's
+# own CSV puts the bonus in max_score, 17, and an ungraded part 8 at 0).
+c.ExportApp.plugin_class = "autograder.nbgrader_export.CourseExport"

@@ -46,6 +46,7 @@ __all__ = [
     "Written",
     "course_points",
     "csv_columns",
+    "hand_score",
     "histogram_figure",
     "manual_scores",
     "merge_rows",
@@ -132,14 +133,14 @@ def manual_scores(db_url: str, students: Iterable[str]) -> dict[str, dict[str, f
             except MissingEntry:
                 continue
             found[student] = {
-                grade.name: _hand_score(grade)
+                grade.name: hand_score(grade)
                 for grade in notebook.grades
                 if not (grade.cell_type == "code" and grade.name.startswith("test_"))
             }
     return found
 
 
-def _hand_score(grade: Any) -> float | None:
+def hand_score(grade: Any) -> float | None:
     """A hand-graded cell's points: formgrader's score, nbgrader's own (0 for an answer left as
     the stub), or ``None`` while it waits for formgrader."""
     if grade.manual_score is not None:

@@ -126,6 +126,8 @@ def semester(tmp_path_factory):
         gradebook.db.commit()
     found["export"] = _run("export", "--course", "a2c-grading", "--out", "grading-output", cwd=home)
     found["rows3"] = _rows(out)
+    found["nbgrader_export"] = _run("export", "--to", "lms.csv", cwd=course, module="nbgrader")
+    found["lms"] = {row["student_id"]: row for row in csv.DictReader((course / "lms.csv").open())}
     return found
 
 
@@ -229,3 +231,13 @@ def test_export_reads_part_8_from_the_gradebook_and_finalises_feedback(semester)
     assert "a2c: 16.5 / 15.0 points (final: every part graded)" in final
     assert "discussion</a> (part 8, graded by hand): 2.5 / 3.0" in final
     assert "part 8: not graded yet" in (out / "carol.html").read_text(encoding="utf-8")
+
+
+def test_nbgrader_export_uses_the_same_totals(semester):
+    """Does nbgrader's own export say 15 for full marks and 'not graded yet' for Carol's part 8?"""
+    assert semester["nbgrader_export"].returncode == 0, semester["nbgrader_export"].stderr
+    lms = semester["lms"]
+    assert (lms["alice"]["score"], lms["alice"]["max_score"]) == ("16.5", "15")
+    assert (lms["alice"]["part_8"], lms["alice"]["complete"]) == ("2.5", "yes")
+    assert lms["carol"]["part_8"] == "not graded yet" and lms["carol"]["score"] == "14"
+    assert lms["carol"]["complete"] == "no: part 8 not graded yet"

@@ -331,7 +331,7 @@ def summary_text(rows: Sequence[dict[str, str]], points: CoursePoints) -> str:
             label = f"{key} ({len(scores)} of {len(graded)})"
         lines.append(
             f"{label:<24}{tops[key]:>7g}{statistics.fmean(scores):>7.2f}{min(scores):>7.2f}"
-            f"{statistics.median(scores):>8.2f}{max(scores):>7.2f}{full:>11.0%} "
+            f"{statistics.median(scores):>8.2f}{max(scores):>7.2f}{full:>11.0%}"
         )
     lines.append(points.explain())
     if any(row.get(name) == NOT_GRADED_YET for row in graded for name in points.manual):

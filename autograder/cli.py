@@ -4,7 +4,9 @@ Commands::
 
     python -m autograder grade PATH.ipynb [--json] [--timeout S] [--student ID] [--source NB]
     python -m autograder grade-all DIR_OR_ZIP ... [--out DIR] [--jobs N] [--timeout S]
-                                   [--no-feedback] [--no-histogram] [--source NB] [--course DIR]
+                                   [--no-feedback] [--no-histogram] [--source NB]
+                                   [--course DIR [--allow-git]]
+    python -m autograder export --course DIR [--out DIR] [--no-feedback]
 
 ``grade`` prints a table per part, or with ``--json`` exactly one JSON object on stdout::
 
@@ -14,10 +16,16 @@ Commands::
 ``status`` is ``graded`` or why not (``error: ...``, ``timeout: ...``, ``tampered: ...``,
 ``unreadable: ...``); ``sandboxed`` is false when bubblewrap could not start (read the note).
 
-``grade-all`` writes ``grades.csv``, ``feedback/<student>.html``, ``summary.txt`` and
-``scores.png`` into ``--out`` (default ``grading-output``) and prints the summary.
+``grade-all`` writes ``grades.csv`` (merged by student with what ``--out`` holds already),
+``feedback/<student>.html``, ``summary.txt``, ``scores.png`` and ``received/`` (every file as
+submitted) into ``--out`` (default ``grading-output``), prints what changed in ``grades.csv``
+and the class's summary (:mod:`autograder.outputs`).
+
+``export`` reads part 8 (graded by hand in formgrader) from the course's gradebook into
+``grades.csv`` and makes every student's final feedback (``feedback/<student>.html``).
+
 Exit status: 0 when every submission was graded, 1 when some could not be (listed on stderr),
-2 for a usage error.
+2 for a usage error. Text that came from a submission is printed without control characters.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .course import SOURCE_NOTEBOOK, NbgraderError
+from .report import printable
 from .sandbox import SandboxUnavailable
 
 __all__ = ["build_parser", "main"]
@@ -82,9 +91,23 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="DIR",
         help="also record every graded notebook and score in this nbgrader course directory "
-        "(made on first use), for formgrader (part 8), generate_feedback and export",
+        "(made on first use), for formgrader (part 8), generate_feedback and export; never "
+        "inside a git work tree of the student distribution",
+    )
+    many.add_argument(
+        "--allow-git",
+        action="store_true",
+        help="let --course be inside a (private) git work tree; refused without it",
     )
     common(many)
+
+    final = commands.add_parser(
+        "export",
+        help="part 8 from the course's gradebook into grades.csv, and the final feedback",
+    )
+    final.add_argument("--course", type=Path, required=True, metavar="DIR", help="the course")
+    final.add_argument("--out", type=Path, default=Path("grading-output"), help="output folder")
+    final.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
     return parser
 
 
@@ -104,7 +127,7 @@ def _grade(args: argparse.Namespace) -> int:
     else:
         print(format_table(result))
     if result.status != "graded":
-        print(f"{args.path}: {result.status}", file=sys.stderr)
+        print(printable(f"{args.path}: {result.status}"), file=sys.stderr)
         return 1
     return 0
 
@@ -113,13 +136,18 @@ def _grade_all(args: argparse.Namespace) -> int:
     import tempfile
 
     from .collect import collect
+    from .folders import check_course_dir
+    from .outputs import read_rows
     from .pipeline import Grader, grade_many
-    from .report import summary_table
 
+    if args.course is not None:
+        check_course_dir(args.course, allow_git=args.allow_git)
+    read_rows(args.out / "grades.csv")  # refuse a foreign grades.csv before grading
     with tempfile.TemporaryDirectory(prefix="a2c-collect-") as scratch:
         submissions, problems = collect(args.inputs, Path(scratch))
         for problem in problems:
-            print(f"warning: {problem.path}: {problem.reason}", file=sys.stderr)
+            where = problem.origin or problem.path
+            print(printable(f"warning: {where}: {problem.reason}"), file=sys.stderr)
         if not submissions:
             print("error: no notebook to grade in the inputs", file=sys.stderr)
             return 1
@@ -135,12 +163,23 @@ def _grade_all(args: argparse.Namespace) -> int:
                 histogram=not args.no_histogram,
                 feedback=not args.no_feedback,
             )
-    print(summary_table(results))
-    print(f"\ngrades: {args.out / 'grades.csv'}")
+    changes = (args.out / "changes.txt").read_text(encoding="utf-8")
+    print(printable(f"grades.csv, what changed:\n{changes}"))
+    print(printable((args.out / "summary.txt").read_text(encoding="utf-8")))
+    print(f"grades: {args.out / 'grades.csv'}")
     failed = [result for result in results if result.status != "graded"]
     for result in failed:
-        print(f"not graded: {result.student} ({result.source}): {result.status}", file=sys.stderr)
+        line = f"not graded: {result.student or '?'} ({result.source}): {result.status}"
+        print(printable(line), file=sys.stderr)
     return 1 if failed else 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .final import export
+
+    done = export(args.course, args.out, feedback=not args.no_feedback)
+    print(printable(done))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -152,6 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "grade":
             return _grade(args)
+        if args.command == "export":
+            return _export(args)
         return _grade_all(args)
     except ValueError as error:  # bad --timeout, --jobs, source notebook...
         print(f"error: {error}", file=sys.stderr)

@@ -208,10 +208,18 @@ def open_course(folder: Path, source_notebook: Path = SOURCE_NOTEBOOK) -> Course
     """The instructor's persistent nbgrader course in ``folder``, set up on first use.
 
     A missing or empty folder gets the course configuration, the source notebook and
-    ``generate_assignment``; an existing course is used as it is.
+    ``generate_assignment``; an existing course is used as it is, but for its
+    ``nbgrader_config.py``, which is brought up to date (the old one is kept beside it as
+    ``nbgrader_config.py.previous``).
     """
     course = CourseTemplate(Path(folder).resolve(), persistent=True)
     source = course.course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    config = course.course / "nbgrader_config.py"
+    if source.is_file() and config.is_file() and config.read_bytes() != CONFIG_FILE.read_bytes():
+        # The course's nbgrader commands (formgrader, autograde, feedback, export) read this
+        # file: keep it the kit's, so that they keep the kit's safeguards; the old one stays.
+        shutil.copyfile(config, config.with_name("nbgrader_config.py.previous"))
+        shutil.copyfile(CONFIG_FILE, config)
     if not source.is_file():
         source.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(CONFIG_FILE, course.course / "nbgrader_config.py")

@@ -53,6 +53,15 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# Run by hand (`nbgrader autograde`, with or without --force, or formgrader's Autograde
+# button), nbgrader would first remove autograded/<student>, then stop at TrustedScores (no
+# grader record) and remove what it had started: the student would show 0 / 0. nbgrader
+# creates its exporter before it touches any student folder, so this exporter refuses there,
+# without the grader's record, and nothing is removed.
+c.Autograde.exporter_class = "autograder.nbgrader_steps.GraderOnlyExporter"
+# Formgrader shows the stored notebook's markdown as HTML without sanitizing it: the last step
+# removes scripts, event handlers and javascript: links from every cell a student could edit.
+c.Autograde.autograde_preprocessors.append("autograder.nbgrader_steps.SanitizeMarkdown")
 # With add_missing_cells, a graded cell the student deleted is put back (the grader restores
 # deleted cells itself before the sandbox runs; this stays as a second line of defence).
 c.OverwriteCells.add_missing_cells = True
@@ -65,9 +74,33 @@ c.LimitOutput.max_traceback = 100
 # The autograded notebook holds the hidden tests (OverwriteCells put the source's graded cells
 # back). The feedback HTML must not: ClearHiddenTests removes the "### BEGIN/END HIDDEN TESTS"
 # regions, and HideGradedTracebacks cuts a graded cell's traceback to its last line.
+# CourseTotals and the a2c_feedback template give the page the course's one set of totals:
+# full marks = autograded points without the bonus + part 8 (15), the bonus above full marks,
+# part 8 "not graded yet" until formgrader has its score (nbgrader's own page says 0.0 / 3.0
+# and counts the bonus in the maximum, 17). nbgrader's feedback template renders markdown
+# unsanitized: SanitizeMarkdown cleans every cell a student could edit first.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
+    "autograder.nbgrader_steps.CourseTotals",
+    "autograder.nbgrader_steps.SanitizeMarkdown",
     "nbgrader.preprocessors.ClearHiddenTests",
     "autograder.nbgrader_steps.HideGradedTracebacks",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+c.GenerateFeedback.exporter_class = "autograder.nbgrader_steps.FeedbackExporter"
+c.FeedbackExporter.template_name = "a2c_feedback"
+from autograder.nbgrader_steps import FEEDBACK_TEMPLATES, nbgrader_templates  # noqa: E402
+
+c.FeedbackExporter.extra_template_basedirs = [str(FEEDBACK_TEMPLATES), str(nbgrader_templates())]
+# a2c_feedback extends nbgrader's `feedback/index.html.j2` (found from nbgrader's template
+# folder) and inlines its Bootstrap styles (the folder nbgrader's GenerateFeedback names).
+c.FeedbackExporter.extra_template_paths = [
+    str(nbgrader_templates()),
+    str(nbgrader_templates().parent / "static/node_modules/bootstrap/dist/css"),
+]
+
+# --- export --------------------------------------------------------------------------------------
+# `nbgrader export` writes the course's totals: max_score is full marks (15 = 12 autograded + 3
+# for part 8), the bonus counts in the score above it, and part 8 says "not graded yet" (nbgrader's
+# own CSV puts the bonus in max_score, 17, and an ungraded part 8 at 0).
+c.ExportApp.plugin_class = "autograder.nbgrader_export.CourseExport"

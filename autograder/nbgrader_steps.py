@@ -13,6 +13,18 @@ own, trusted process (:mod:`autograder.pipeline`). It then hands the notebook to
   grade a notebook's own outputs.
 * :class:`HideGradedTracebacks` cuts the traceback of an error in a graded cell to its last
   line in the feedback HTML (a traceback quotes the cell's source, hidden lines included).
+* :class:`GraderOnlyExporter` is the exporter of ``nbgrader autograde`` in this course. Run by
+  hand (or by formgrader's *Autograde* button, which calls the same converter) without the
+  grader's record, it refuses when nbgrader creates it, which is before nbgrader removes
+  anything: ``autograded/<student>`` and the gradebook stay as the grader left them, even with
+  ``--force``.
+* :class:`SanitizeMarkdown` makes the markdown cells a student could edit safe to show in a
+  browser (formgrader renders the stored notebook's markdown as HTML, unsanitized): scripts,
+  event handlers, ``javascript:`` links and other active HTML are removed.
+* :class:`CourseTotals` and :class:`FeedbackExporter` (template ``a2c_feedback``) give the
+  feedback HTML the course's one set of totals: full marks = autograded points without the
+  bonus + part 8, the bonus counted above full marks, and part 8 shown as *not graded yet*
+  (never 0) until formgrader has a score for it.
 """
 
 from __future__ import annotations
@@ -22,12 +34,46 @@ import re
 from pathlib import Path
 from typing import Any
 
+from nbconvert.exporters import HTMLExporter, NotebookExporter
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from traitlets import Bool, Unicode
 
-__all__ = ["HideGradedTracebacks", "TrustedScores", "error_line", "strip_ansi"]
+__all__ = [
+    "FEEDBACK_TEMPLATES",
+    "CourseTotals",
+    "FeedbackExporter",
+    "GraderOnlyExporter",
+    "HideGradedTracebacks",
+    "SanitizeMarkdown",
+    "TrustedScores",
+    "error_line",
+    "nbgrader_templates",
+    "sanitize_markdown",
+    "strip_ansi",
+]
+
+#: The folder of this course's nbconvert templates (``a2c_feedback``), and nbgrader's (whose
+#: ``feedback`` template ours extends).
+FEEDBACK_TEMPLATES = Path(__file__).resolve().with_name("templates")
+
+
+def nbgrader_templates() -> Path:
+    """nbgrader's formgrader template folder (``feedback/``, ``formgrade/``)."""
+    import nbgrader
+
+    return Path(nbgrader.__file__).resolve().parent / "server_extensions/formgrader/templates"
+
+
+_REFUSAL = (
+    "This course grades with `python -m autograder grade-all ... --course {course}`: the "
+    "student's code runs in a sandbox and the scores come from the grader. `nbgrader "
+    "autograde` (and formgrader's Autograde button) would grade whatever the notebook's cells "
+    "display, so it stops here, before nbgrader removes anything: autograded/ and the "
+    "gradebook are as the grader left them. To grade a student again, run python -m autograder "
+    "grade-all on the file (kept as received in {course}/received/<student>/) with --course."
+)
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -99,3 +145,134 @@ class HideGradedTracebacks(Preprocessor):
                 if output.get("output_type") == "error":
                     output["traceback"] = [error_line(output)]
         return cell, resources
+
+
+class GraderOnlyExporter(NotebookExporter):
+    """``nbgrader autograde``'s exporter in this course: only the grader may create it.
+
+    nbgrader's converter creates its exporter in ``start()``, before it looks at any student
+    folder (``init_destination`` removes ``autograded/<student>`` with ``--force``, and on any
+    later failure). Without the grader's record (``TrustedScores.record``, which only
+    :func:`autograder.course.autograde` passes) this raises, so nothing is removed.
+    """
+
+    def __init__(self, config: Any = None, **kwargs: Any) -> None:
+        super().__init__(config=config, **kwargs)
+        record = self.config.get("TrustedScores", {}).get("record", "")
+        if not record or not Path(str(record)).is_file():
+            from nbgrader.converters.base import NbGraderException
+
+            course = self.config.get("CourseDirectory", {}).get("root", "") or "."
+            message = _REFUSAL.format(course=Path(course).resolve())
+            self.log.error(message)  # nbgrader's command line exits without printing it
+            raise NbGraderException(message)
+
+
+#: HTML a markdown cell may keep: text formatting, lists, tables, headings, links, images.
+_TAGS = {
+    *("a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5"),
+    *("h6", "hr", "i", "img", "li", "ol", "p", "pre", "span", "strong", "sub", "sup", "table"),
+    *("tbody", "td", "th", "thead", "tr", "ul", "div"),
+}
+_ATTRIBUTES = {"a": ["href", "title"], "img": ["src", "alt", "title", "width", "height"]}
+_PROTOCOLS = {"http", "https", "mailto", "attachment"}
+_SANITIZED_NOTE = (
+    "\n\n<p><em>[The grader removed active HTML (a script, an event handler or an unsafe link) "
+    "from this cell before showing it; the file as submitted is kept in received/.]</em></p>"
+)
+
+
+def sanitize_markdown(source: str) -> str | None:
+    """Safe markdown for ``source``, or ``None`` when it is safe already.
+
+    The markdown is rendered as nbconvert renders it, then cleaned (an allow-list of tags and
+    attributes, links and images only over http(s), mailto and cell attachments); a cell whose
+    rendering the cleaning changes is replaced by the cleaned HTML, which markdown shows as is.
+    """
+    import bleach
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    html = markdown2html_mistune(source)
+    clean = bleach.clean(
+        html, tags=_TAGS, attributes=_ATTRIBUTES, protocols=_PROTOCOLS, strip=False
+    )
+    if clean == html:
+        return None
+    return clean + _SANITIZED_NOTE
+
+
+class SanitizeMarkdown(Preprocessor):
+    """Replace each editable markdown cell that holds active HTML by its cleaned rendering."""
+
+    enabled = Bool(True, help="nbconvert runs a preprocessor only when enabled").tag(config=True)
+
+    def preprocess_cell(
+        self, cell: NotebookNode, resources: dict[str, Any], index: int
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        locked = cell.get("metadata", {}).get("nbgrader", {}).get("locked", False)
+        if cell.get("cell_type") == "markdown" and not locked:
+            clean = sanitize_markdown(str(cell.get("source", "")))
+            if clean is not None:
+                cell.source = clean
+        return cell, resources
+
+
+class CourseTotals(Preprocessor):
+    """After nbgrader's ``GetGrades``: the course's totals in ``resources["a2c"]`` (feedback).
+
+    ``{"score", "full_marks", "final", "pending", "parts": [{"name", "score", "points",
+    "kind"}], "explain"}``: ``score`` counts every graded point (the bonus included), ``final``
+    is true once no hand-graded cell waits for formgrader, and a waiting cell's ``score`` is
+    ``None`` (the template says *not graded yet*).
+    """
+
+    enabled = Bool(True, help="nbconvert runs a preprocessor only when enabled").tag(config=True)
+
+    def preprocess(
+        self, nb: NotebookNode, resources: dict[str, Any]
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        from .outputs import course_points, manual_scores
+
+        points = course_points(nb)
+        meta = resources.get("nbgrader", {})
+        student = meta.get("student", "")
+        hand = manual_scores(meta["db_url"], [student]).get(student, {}) if meta else {}
+        parts = []
+        for cell in nb.cells:
+            info = cell.get("metadata", {}).get("nbgrader", {})
+            grade_id = str(info.get("grade_id") or "")
+            key = grade_id[len("test_") :] if grade_id.startswith("test_") else ""
+            if key in points.auto:
+                kind = "bonus" if key in points.bonus else "autograded"
+                score = float(info.get("score") or 0.0)
+                parts.append(
+                    {"name": key, "score": score, "points": points.auto[key], "kind": kind}
+                )
+            elif grade_id in points.manual:
+                parts.append(
+                    {
+                        "name": grade_id,
+                        "score": hand.get(grade_id),
+                        "points": points.manual[grade_id],
+                        "kind": "part 8, graded by hand",
+                    }
+                )
+        pending = [part["name"] for part in parts if part["score"] is None]
+        late = float(meta.get("late_penalty") or 0.0) if meta else 0.0
+        resources["a2c"] = {
+            "score": round(sum(part["score"] or 0.0 for part in parts) - late, 6),
+            "full_marks": points.full_marks,
+            "final": not pending,
+            "pending": pending,
+            "parts": parts,
+            "explain": points.explain(),
+        }
+        return nb, resources
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbgrader's feedback HTML with the course's totals (template ``a2c_feedback``).
+
+    The course configuration selects it for ``generate_feedback`` and sets its template (a
+    class of its own, so that formgrader's HTML exporter keeps nbgrader's templates).
+    """

@@ -71,7 +71,6 @@ from .course import generate_feedback as nbgrader_feedback
 from .grading_job import job_cells
 from .judging import judge_part, make_plan, new_seed, prepare_references
 from .repair import graded_part, repair_submission
-from .report import save_histogram, summary_table, write_grades_csv
 from .results import GradeResult, PartScore, check_gradebook
 from .runtime import record as records
 from .sandbox import DEFAULT_LIMITS, SCRATCH, SandboxLimits, require_sandbox, run_in_sandbox
@@ -557,19 +556,7 @@ def grade_many(
             again = grader.grade(sub.path, sub.student, feedback_dir, os.cpu_count() or 1)
             again.notes.append(f"graded again alone (first try: {first.status})")
             results[index] = again
-    for problem in problems:
-        if "duplicate" in problem.reason:
-            continue  # the student's other file was graded
-        name = student_id(problem.path) or problem.path.name
-        results.append(
-            GradeResult(name, status=f"not graded: {problem.reason}", source=str(problem.path))
-        )
-    origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}
-    for result in results:  # name files as the instructor knows them (zip members too)
-        result.source = origins.get(result.source, result.source)
-    results.sort(key=lambda result: result.student)
-    write_grades_csv(results, out / "grades.csv")
-    (out / "summary.txt").write_text(summary_table(results) + "\n", encoding="utf-8")
-    if histogram and any(result.parts and result.graded for result in results):
-        save_histogram(results, out / "scores.png")
-    return results
+    # The reports: merged by student into what `out` holds already (autograder.outputs).
+    from .outputs import write_reports
+
+    return write_reports(grader, out, results, submissions, problems, histogram=histogram)

@@ -1,42 +1,62 @@
-"""Reports of a grading run: the per-part table, the grades CSV and the score distributions.
+"""What the grader shows people: the per-part table, and text made safe to print or to open.
 
 * :func:`format_table` is what ``python -m autograder grade`` prints for one submission;
-* :func:`write_grades_csv` writes ``grades.csv``: ``student, status, total, max_total, <one
-  column per part>, sandboxed, notes, file``, one row per student (ungraded files too). A row
-  whose status is not ``graded`` leaves the score columns empty: its provisional scores are in
-  ``notes``, so that no spreadsheet sum takes them for a grade;
-* :func:`summary_table` and :func:`save_histogram` describe how each part was scored over all
-  submissions (mean, min, median, max and the share of full marks), to spot a part everybody
-  fails, which is often a problem with the notebook or the checks rather than with the students.
+* :func:`printable` strips control characters and terminal escapes from text that came from a
+  submission (student ids, file names, notes, feedback), so that a notebook cannot draw a
+  fake ``status: graded`` line, clear the screen or retitle the terminal;
+* :func:`csv_cell` neutralises a CSV cell that a spreadsheet would run as a formula.
+
+The grades CSV, the summary and the histogram of ``grade-all`` are :mod:`autograder.outputs`.
 """
 
 from __future__ import annotations
 
-import csv
-import statistics
-import textwrap
-from collections.abc import Sequence
-from pathlib import Path
+import re
 
+from .checks import BONUS_PARTS
 from .results import GradeResult
 
-__all__ = ["format_table", "part_keys", "save_histogram", "summary_table", "write_grades_csv"]
+__all__ = ["csv_cell", "format_table", "printable"]
+
+#: CSI / OSC / other ESC sequences, then any C0 or C1 control character but tab and newline.
+_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def part_keys(results: Sequence[GradeResult]) -> list[str]:
-    """Every part key seen, in the order of first appearance (the notebook's order)."""
-    keys: list[str] = []
-    for result in results:
-        keys += [key for key in result.parts if key not in keys]
-    return keys
+def printable(text: object) -> str:
+    """``text`` without terminal escapes and control characters (tab and newline kept).
+
+    Carriage returns go too (``\\r`` would let a line overwrite what was printed before it), as
+    do Unicode line separators and bidirectional overrides.
+    """
+    return _CONTROLS.sub("", _ESCAPES.sub("", str(text)))
+
+
+_NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
+
+
+def csv_cell(value: object) -> str:
+    """``value`` as a CSV cell no spreadsheet runs as a formula.
+
+    A cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (and is not a
+    plain number) gets a leading ``'``, which spreadsheets show as text; control characters are
+    removed. Applying it twice changes nothing more.
+    """
+    text = str(value)
+    if _NUMBER.fullmatch(text):
+        return text
+    if text[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        text = "'" + text
+    return re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "", text)
 
 
 def format_table(result: GradeResult, feedback: bool = True) -> str:
     """One submission's scores, a row per part, then (optionally) each part's feedback.
 
-    Scores of a result that is not ``graded`` are marked ``*`` and the table says why.
+    Scores of a result that is not ``graded`` are marked ``*`` and the table says why. Every
+    piece of text that came from the submission passes through :func:`printable`.
     """
-    lines = [f"student: {result.student}   status: {result.status}"]
+    lines = [f"student: {printable(result.student)}   status: {printable(result.status)}"]
     if not result.sandboxed:
         lines.append("WARNING: NOT SANDBOXED: the notebook ran with your user's rights")
     mark = "" if result.graded else "*"
@@ -46,97 +66,24 @@ def format_table(result: GradeResult, feedback: bool = True) -> str:
         lines.append(f"{key:<{width}}  {part.score:>6.2f}{mark:1}  {part.max:>5g}")
     lines.append(f"{'total':<{width}}  {result.total:>6.2f}{mark:1}  {result.max_total:>5g}")
     if not result.graded:
-        lines.append(f"* NOT A GRADE ({result.status.split(':')[0]}): review the notebook first")
+        lines.append(f"* NOT A GRADE ({printable(result.status.split(':')[0])}): review first")
+    bonus = [key for key in result.parts if key in BONUS_PARTS]
+    if bonus:
+        lines.append(
+            f"(bonus: {', '.join(bonus)}; its points count in the total, above full marks)"
+        )
     for name, points in result.manual.items():
-        lines.append(f"(+ {name}: {points:g} points graded by hand, see autograder/README.md)")
+        lines.append(f"(+ {name}: {points:g} points graded by hand, not graded yet)")
+    if result.manual:
+        full = result.max_total + sum(result.manual.values())
+        lines.append(
+            f"full marks: {full:g} = {result.max_total:g} autograded + "
+            f"{sum(result.manual.values()):g} graded by hand"
+        )
     for note in result.notes:
-        lines.append(f"note: {note}")
+        lines.append(f"note: {printable(note)}")
     if feedback:
         for key, part in result.parts.items():
             lines.append(f"\n--- {key} ---")
-            lines.append(part.feedback or "(no feedback printed)")
+            lines.append(printable(part.feedback) or "(no feedback printed)")
     return "\n".join(lines)
-
-
-def write_grades_csv(results: Sequence[GradeResult], path: Path) -> Path:
-    """Write the grades CSV (columns in the module docstring); returns ``path``."""
-    keys = part_keys(results)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(
-            ["student", "status", "total", "max_total", *keys, "sandboxed", "notes", "file"]
-        )
-        for result in sorted(results, key=lambda r: r.student):
-            notes = list(result.notes)
-            scores = [f"{result.parts[key].score:g}" if key in result.parts else "" for key in keys]
-            total = f"{result.total:g}" if result.parts else ""
-            if not result.graded:
-                if result.parts:
-                    notes.insert(0, f"provisional total {result.total:g} (not a grade)")
-                scores, total = [""] * len(keys), ""
-            writer.writerow(
-                [
-                    result.student,
-                    result.status,
-                    total,
-                    f"{result.max_total:g}" if result.parts else "",
-                    *scores,
-                    "yes" if result.sandboxed else "NO",
-                    "; ".join(notes),
-                    result.source,
-                ]
-            )
-    return path
-
-
-def summary_table(results: Sequence[GradeResult]) -> str:
-    """Per-part score distribution over the graded submissions."""
-    graded = [result for result in results if result.parts and result.graded]
-    header = f"{'part':<24}{'max':>5}{'mean':>7}{'min':>7}{'median':>8}{'max':>7}{'full':>7}"
-    lines = [f"{len(graded)} graded submission(s) of {len(results)}", header]
-    for key in [*part_keys(graded), "total"]:
-        if key == "total":
-            scores = [result.total for result in graded]
-            top = max((result.max_total for result in graded), default=0.0)
-        else:
-            scores = [result.parts[key].score for result in graded if key in result.parts]
-            top = max(result.parts[key].max for result in graded if key in result.parts)
-        if not scores:
-            continue
-        full = sum(score >= top - 1e-9 for score in scores) / len(scores)
-        lines.append(
-            f"{key:<24}{top:>5g}{statistics.fmean(scores):>7.2f}{min(scores):>7.2f}"
-            f"{statistics.median(scores):>8.2f}{max(scores):>7.2f}{full:>6.0%} "
-        )
-    return "\n".join(lines)
-
-
-def save_histogram(results: Sequence[GradeResult], path: Path) -> Path:
-    """A PNG with one histogram of scores per part (and the total); returns ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    graded = [result for result in results if result.parts and result.graded]
-    keys = [*part_keys(graded), "total"]
-    columns = min(4, len(keys))
-    rows = -(-len(keys) // columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.6 * rows), squeeze=False)
-    for axis, key in zip(axes.flat, keys, strict=False):
-        if key == "total":
-            scores = [result.total for result in graded]
-        else:
-            scores = [result.parts[key].score for result in graded if key in result.parts]
-        axis.hist(scores, bins=10)
-        axis.set_title(textwrap.shorten(key, 24), fontsize=9)
-        axis.set_xlabel("points")
-    for axis in list(axes.flat)[len(keys) :]:
-        axis.set_visible(False)
-    figure.suptitle(f"score distributions ({len(graded)} submissions)")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path

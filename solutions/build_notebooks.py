@@ -45,6 +45,8 @@ import nbformat
 from solutions.parts import PARTS
 
 __all__ = [
+    "PLACEHOLDER_REPO_URL",
+    "SECRET_MARKERS",
     "STUDENT_REPO_URL",
     "build",
     "build_student_distribution",
@@ -52,6 +54,7 @@ __all__ = [
     "clear_outputs",
     "generate_release",
     "main",
+    "placeholder_warning",
     "read_regions",
     "student_pyproject",
     "sync_notebook",
@@ -62,6 +65,8 @@ __all__ = [
 #: from here on Colab, and the Colab badge opens ``notebooks/a2c.ipynb`` from here. Set it in this
 #: one place, then rebuild.
 STUDENT_REPO_URL = "https://github.com/a2c-course/a2c-course"
+#: The address this kit ships with; a build that still uses it prints a warning.
+PLACEHOLDER_REPO_URL = "https://github.com/a2c-course/a2c-course"
 #: Branch of the student repository used in the "Open in Colab" badge.
 STUDENT_BRANCH = "main"
 
@@ -303,14 +308,82 @@ def _student_readme(repo_url: str) -> str:
     )
 
 
+#: Text that only the instructor's side holds: a file with one of these in the student folder
+#: means answers or grading code are (or would be) there.
+SECRET_MARKERS = (
+    "### BEGIN SOLUTION",
+    "### END SOLUTION",
+    "### BEGIN HIDDEN TESTS",
+    "### END HIDDEN TESTS",
+    "from autograder",
+    "import autograder",
+    "solutions.reference",
+    "from solutions",
+)
+#: What an nbgrader course folder holds (``grade-all --course``, or nbgrader's own layout).
+COURSE_MARKS = ("gradebook.db", "source", "autograded", "submitted", "nbgrader_config.py")
+_SCAN_LIMIT = 20 * 1024**2
+
+
+def _secret_files(out: Path) -> list[str]:
+    """Files under ``out`` (``.git`` aside) holding a :data:`SECRET_MARKERS` line."""
+    found = []
+    for path in sorted(out.rglob("*")):
+        relative = path.relative_to(out)
+        if ".git" in relative.parts or path.is_symlink() or not path.is_file():
+            continue
+        if path.stat().st_size > _SCAN_LIMIT:
+            continue
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        marks = [mark for mark in SECRET_MARKERS if mark in text]
+        if marks:
+            found.append(f"{relative} ({marks[0]!r})")
+    return found
+
+
 def _student_dir(out: Path) -> Path:
+    """``out`` resolved, if the student distribution may be written there.
+
+    Raises:
+        ValueError: ``out`` is the instructor repository, an nbgrader course, or holds a file
+            with solutions, hidden tests or grader imports.
+    """
     out = Path(out).resolve()
     if (out / "solutions").exists() or (out / "autograder").exists():
         raise ValueError(
             f"{out} holds solutions/ or autograder/: it looks like the instructor repository. "
             "Pass an empty folder or a clone of the student repository."
         )
+    course = [name for name in COURSE_MARKS if (out / name).exists()]
+    if course:
+        raise ValueError(
+            f"{out} holds {', '.join(course)}: it looks like an nbgrader course (the grading "
+            "folder, with the solutions, the gradebook and the submissions), never the public "
+            "student repository. Pass a clone of the student repository, e.g. ~/public-a2c-student-repo."
+        )
+    if out.is_dir():
+        secret = _secret_files(out)
+        if secret:
+            shown = "; ".join(secret[:5]) + (
+                f"; and {len(secret) - 5} more" if len(secret) > 5 else ""
+            )
+            raise ValueError(
+                f"{out} holds files with solution, hidden-test or grader text: {shown}. The "
+                "student repository is public: remove them (and check its git history) first."
+            )
     return out
+
+
+def placeholder_warning(repo_url: str = STUDENT_REPO_URL) -> str:
+    """A warning when :data:`STUDENT_REPO_URL` is still the kit's placeholder, else ``""``."""
+    if repo_url != PLACEHOLDER_REPO_URL:
+        return ""
+    return (
+        f"warning: STUDENT_REPO_URL is still the placeholder {PLACEHOLDER_REPO_URL}: the "
+        "notebook's setup cell and Colab badge point at a repository that is not yours. Set "
+        "STUDENT_REPO_URL in solutions/build_notebooks.py to your public student repository "
+        "(https://github.com/<org>/<repo>) and build again."
+    )
 
 
 def build_student_distribution(out: Path, repo_url: str = STUDENT_REPO_URL) -> list[Path]:
@@ -321,7 +394,8 @@ def build_student_distribution(out: Path, repo_url: str = STUDENT_REPO_URL) -> l
 
     Raises:
         ValueError: ``out`` looks like an instructor checkout (it has ``solutions/`` or
-            ``autograder/``), so nothing there is replaced.
+            ``autograder/``), an nbgrader course (``gradebook.db``, ``source/``...), or holds a
+            file with solution or hidden-test markers; nothing there is replaced.
     """
     out = _student_dir(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -407,6 +481,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("Notebooks are up to date.")
         return 0
+    warning = placeholder_warning()
+    if warning:
+        print(warning, file=sys.stderr)
     if args.student_dir is not None:
         try:  # refuse a wrong folder before anything is written
             _student_dir(args.student_dir)

@@ -22,7 +22,6 @@ from autograder.cli import main
 from autograder.collect import collect, student_id
 from autograder.nbgrader_steps import HideGradedTracebacks, TrustedScores
 from autograder.pipeline import grade_many
-from autograder.report import format_table, save_histogram, summary_table, write_grades_csv
 from autograder.results import GradeResult, PartScore
 from autograder.runtime.record import RecordError, dumps, loads
 from tests.submissions.tiny import POINTS, tiny_submission
@@ -188,6 +187,9 @@ def _result(student: str, status: str = "graded", **scores: float) -> GradeResul
 
 def test_reports_csv_summary_and_histogram(tmp_path: Path) -> None:
     """Does the CSV hold one row per student, status first, and no bare number unless graded?"""
+    from autograder.outputs import CoursePoints, summary_text, write_outputs
+    from autograder.report import format_table
+
     results = [
         _result("bob", add=2.0, mul=1.5),
         _result("alice", add=0.0, mul=3.0),
@@ -195,7 +197,9 @@ def test_reports_csv_summary_and_histogram(tmp_path: Path) -> None:
         _result("dora", "tampered: the sandbox returned malformed results", add=2.0, mul=3.0),
     ]
     results[0].sandboxed = False
-    rows = list(csv.DictReader(write_grades_csv(results, tmp_path / "g.csv").open()))
+    points = CoursePoints({"add": 2.0, "mul": 3.0})
+    written = write_outputs(tmp_path, results, points)
+    rows = list(csv.DictReader((tmp_path / "grades.csv").open()))
     assert [row["student"] for row in rows] == ["alice", "bob", "carl", "dora"]
     assert rows[1]["total"] == "3.5" and rows[1]["mul"] == "1.5" and rows[1]["sandboxed"] == "NO"
     assert rows[2]["status"].startswith("unreadable") and rows[2]["total"] == rows[2]["add"] == ""
@@ -204,11 +208,11 @@ def test_reports_csv_summary_and_histogram(tmp_path: Path) -> None:
         dora["status"].startswith("tampered") and dora["total"] == dora["add"] == dora["mul"] == ""
     )
     assert "provisional total 5 (not a grade)" in dora["notes"]
-    summary = summary_table(results).splitlines()
-    assert summary[0] == "2 graded submission(s) of 4"  # dora's scores are not counted
+    summary = summary_text(written.rows, points).splitlines()
+    assert summary[0] == "2 graded submission(s) of 4 row(s)"  # dora's scores are not counted
     add = next(line for line in summary if line.startswith("add")).split()
     assert add[1:7] == ["2", "1.00", "0.00", "1.00", "2.00", "50%"]
-    assert save_histogram(results, tmp_path / "s.png").stat().st_size > 1000
+    assert (tmp_path / "scores.png").stat().st_size > 1000
     table = format_table(results[3], feedback=False)
     assert "5.00*" in table and "NOT A GRADE (tampered)" in table
     assert "NOT SANDBOXED" in format_table(results[0], feedback=False)

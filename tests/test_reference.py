@@ -18,9 +18,9 @@ import torch.nn.functional as F
 from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
 
+from solutions.parts import PARTS
 from solutions.reference import (
     A2C,
-    PART_KEYS,
     ComputeGAE,
     ComputeValueTargets,
     MergeTimeBatch,
@@ -392,7 +392,7 @@ def test_a2c_rejects_bad_coefficients(kwargs):
 def test_part_regions_are_well_formed():
     """Does every part key have exactly one region with BEGIN/END SOLUTION markers inside?"""
     source = Path(__file__).resolve().parents[1].joinpath("solutions", "reference.py").read_text()
-    for key in ("imports", *PART_KEYS):
+    for key in ("imports", *PARTS):
         starts = re.findall(rf"^# %% \[part: {key}\]$", source, flags=re.M)
         ends = re.findall(rf"^# %% \[end part: {key}\]$", source, flags=re.M)
         assert len(starts) == 1 and len(ends) == 1, key

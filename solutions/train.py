@@ -234,12 +234,14 @@ def train(config: A2CConfig, run: RunOptions, ckpt: dict[str, Any] | None = None
         step_log, update = start_step, start_update
         try:
             while update < config.num_updates and not stop.requested:
-                # ----- update: lr decayed linearly to 0, one clipped RMSprop step on
-                #       policy_loss + value_loss_coef * value_loss - entropy_coef * entropy
+                # ----- learning rate: lr0 * (1 - update / num_updates), linear decay to 0
                 lr = config.lr_at(update)
                 for group in optimizer.param_groups:
                     group["lr"] = lr
+                # ----- rollout: T steps of N envs, value targets, merged into B = T*N rows
                 trajectory = runner.get_next()
+                # ----- update: one clipped RMSprop step on
+                #       policy_loss + value_loss_coef * value_loss - entropy_coef * entropy
                 stats = a2c.step(trajectory)
                 window.append({**stats, **critic_stats(trajectory)})
                 update += 1

@@ -5,8 +5,8 @@
 
 It runs the loop of the solution notebook's part 7 with the reference parts: the rollout keeps
 the autograd graph of its T forward passes (``Policy.act`` with graph), then
-``ComputeValueTargets``, ``MergeTimeBatch``, ``A2C.step``, the learning-rate schedule and the
-dashboard's ``log``. ``python -m solutions.train`` plays the rollout under ``torch.no_grad()``
+``ComputeValueTargets``, ``MergeTimeBatch``, ``A2C.step``, the learning-rate decay, the explained
+variance and the dashboard's ``log``. ``python -m solutions.train`` plays the rollout under ``torch.no_grad()``
 instead, so its speed is another number (``benchmarks/train_throughput.py``).
 
 The first ``--warmup`` steps are not timed; the script prints the machine it ran on, so that
@@ -74,18 +74,24 @@ def main(argv: list[str] | None = None) -> int:
         env, policy, nsteps=nsteps, transforms=[ComputeValueTargets(policy), MergeTimeBatch()]
     )
     optimizer = torch.optim.RMSprop(model.parameters(), lr=7e-4, alpha=0.99, eps=1e-5)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda u: 1.0 - u / n_updates)
     a2c = A2C(policy, optimizer)
     dashboard = TrainingDashboard(runner)
     start = None
     try:
-        for _ in range(n_updates):
+        for update in range(n_updates):  # the solution notebook's loop, with a timer
             if start is None and runner.step_var >= args.warmup:
                 start, step0 = time.perf_counter(), runner.step_var
+            lr = 7e-4 * (1 - update / n_updates)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
             trajectory = runner.get_next()
             stats = a2c.step(trajectory)
-            dashboard.log(runner.step_var, lr=scheduler.get_last_lr()[0], **stats)
-            scheduler.step()
+            values = trajectory["values"].detach()
+            targets = torch.as_tensor(trajectory["value_targets"], device=values.device)
+            explained_variance = 1 - (targets - values).var() / targets.var()
+            dashboard.log(
+                runner.step_var, lr=lr, explained_variance=explained_variance.item(), **stats
+            )
             dashboard.update()
         elapsed = time.perf_counter() - start
     finally:

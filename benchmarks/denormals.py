@@ -67,12 +67,12 @@ def child(checkpoint: Path, flush: bool, updates: int, threads: int) -> dict:
     from course_lib.runners import EnvRunner
     from solutions.checkpoint import load_checkpoint
     from solutions.reference import MergeTimeBatch
-    from solutions.train import _value_targets, make_agent
+    from solutions.train import NoGradPolicy, make_agent, value_targets
 
     ckpt = load_checkpoint(checkpoint, map_location="cpu")
     config = ckpt["config"]
     env = nature_dqn_env(config.env_id, nenvs=config.nenvs, seed=12345, backend=config.backend)
-    model, policy, rollout_policy, optimizer, a2c = make_agent(
+    model, policy, optimizer, a2c = make_agent(
         config, int(env.single_action_space.n), torch.device("cpu")
     )
     model.load_state_dict(ckpt["model"])
@@ -80,9 +80,9 @@ def child(checkpoint: Path, flush: bool, updates: int, threads: int) -> dict:
     share_start = denormal_share(optimizer)
     runner = EnvRunner(
         env,
-        rollout_policy,
+        NoGradPolicy(policy),
         config.nsteps,
-        transforms=[_value_targets(config, policy), MergeTimeBatch()],
+        transforms=[value_targets(config, policy), MergeTimeBatch()],
     )
     try:
         for _ in range(WARMUP_UPDATES):

@@ -9,8 +9,8 @@ played during training (``runner.episode_stats.mean_recent(100)``). Known target
 ==============================  ===========  ======  =========================
 game                            agent steps  target  where
 ==============================  ===========  ======  =========================
-SpaceInvadersNoFrameskip-v4     1,000,000    >= 250  CPU (about 20 minutes on 2 cores)
-SpaceInvadersNoFrameskip-v4     10,000,000   >= 600  GPU, or CPU (about 3 hours on 2 cores)
+SpaceInvadersNoFrameskip-v4     1,000,000    >= 250  CPU
+SpaceInvadersNoFrameskip-v4     10,000,000   >= 600  GPU or CPU
 ==============================  ===========  ======  =========================
 
 The target of the largest listed budget not above ``--steps`` applies; with a smaller budget
@@ -36,10 +36,9 @@ from pathlib import Path  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from course_lib.runtime import flush_denormals  # noqa: E402
-from solutions.checkpoint import load_checkpoint  # noqa: E402
-from solutions.config import A2CConfig  # noqa: E402
-from solutions.run_folder import BudgetReached  # noqa: E402
-from solutions.train import CHECKPOINT_NAME, train  # noqa: E402
+from solutions.config import A2CConfig, RunOptions  # noqa: E402
+from solutions.run_folder import BudgetReached, open_run_folder  # noqa: E402
+from solutions.train import train  # noqa: E402
 
 #: (env_id, agent steps) -> minimum average raw score of the last 100 games.
 TARGETS: dict[tuple[str, int], float] = {
@@ -72,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     game = args.env.replace("NoFrameskip-v4", "")
     out = Path(args.out or f"runs/learning-{game}-{args.steps}")
     try:
-        if args.resume:
-            config = load_checkpoint(out / CHECKPOINT_NAME)["config"]
+        ckpt = open_run_folder(out, args.resume)  # read once, passed on to train()
+        if ckpt:
+            config = ckpt["config"]
             config.total_steps, config.device = args.steps, args.device
         else:
             config = A2CConfig(
@@ -84,19 +84,14 @@ def main(argv: list[str] | None = None) -> int:
                 log_interval=max(1_000, min(20_000, args.steps // 100)),
                 checkpoint_interval=max(10_000, min(250_000, args.steps // 10)),
             )
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, FileExistsError) as error:
         parser.error(str(error))
 
     start = time.perf_counter()
     try:
-        result = train(
-            config,
-            out,
-            resume=args.resume,
-            eval_games=args.eval_games,
-            video_frames=0,
-            progress=not args.no_progress,
-        )
+        run = RunOptions(out=str(out), resume=args.resume, eval_games=args.eval_games,
+                         video_frames=0, progress=not args.no_progress)  # fmt: skip
+        result = train(config, run, ckpt)
     except BudgetReached as reached:
         print(f"{out}: {reached}")
         return 0

@@ -14,29 +14,21 @@ chunk speed of each is reported. Target: reference >= 1.2x SB3.
 (``DummyVecEnv`` of Python wrappers) + ``VecFrameStack(4)``. ``--sb3-env course`` feeds SB3 the
 course's env batch through a small ``VecEnv`` adapter, which isolates the learner's speed.
 
-What each change bought (cProfile + interleaved micro-benchmarks on the shared, noisy 2-core
-machine; the lead's idle numbers: 8 env steps ~3.9 ms, batch-8 forward ~1.3 ms, batch-40
-forward+backward+RMSprop ~23.6 ms):
+What makes the reference fast (the measurements are in docs/benchmarks.md):
 
 * the update is dominated by convolutions (forward and backward) and the emulators; Python
-  overhead is small (runner + transforms < 1 ms of Python per update);
-* OpenMP workers that spin while waiting steal the 2 cores from the emulator threads. With
-  2 torch threads on the loaded machine: 45-100 steps/s spinning, 490-820 with
+  overhead is small;
+* OpenMP workers that spin while waiting steal the cores from the emulator threads:
   ``OMP_WAIT_POLICY=PASSIVE`` (set at the top of this script, solutions/train.py and
-  solutions/evaluate.py, before torch loads). The largest single gain; it applies to SB3 too
-  here (set ``OMP_WAIT_POLICY=ACTIVE`` to compare with the spinning default);
-* rollout under ``no_grad`` + one batch-40 forward with graph in A2C, instead of keeping the
-  graphs of the 5 batch-8 rollout forwards: forward+backward per update ~37+14 ms -> ~31+12 ms
-  (1 thread, interleaved, 3 runs): ~10% of an update (``solutions.train.NoGradPolicy``);
-* the env batch: the native ale-py vector env takes ~1.8-2.1 ms per 8-env step vs ~2.9-3.0 ms
-  for SB3's ``DummyVecEnv`` + ``VecFrameStack`` (measured interleaved): ~5 ms per update;
+  solutions/evaluate.py, before torch loads) lets them sleep. It applies to SB3 too here (set
+  ``OMP_WAIT_POLICY=ACTIVE`` to compare with the spinning default);
+* the rollout runs under ``no_grad`` and A2C makes one forward pass with graph over the B = 40
+  rows, instead of keeping the graphs of the 5 rollout forwards of 8 rows
+  (``solutions.train.NoGradPolicy``);
+* the env batch: the native ale-py vector env steps faster than SB3's ``DummyVecEnv`` +
+  ``VecFrameStack``;
 * the bootstrap value V(latest_observation) under ``no_grad``; observations reach torch with
-  ``torch.from_numpy`` (no copy); all statistics of an update leave the device in one transfer;
-* tried, not kept: channels-last memory format (29-39 ms vs 31-37 ms per update, noise) and
-  RMSprop ``foreach=True`` (~1 ms, within noise).
-
-Measured with this script (6 chunks of 20 updates, load ~3): 2 threads 1067 vs 838 steps/s
-(1.27x); 1 thread 841 vs 744 steps/s (1.13x, 4 chunks). Noisy: the lead's idle run decides.
+  ``torch.from_numpy`` (no copy); all statistics of an update leave the device in one transfer.
 """
 
 from __future__ import annotations
@@ -61,7 +53,7 @@ from course_lib import nature_dqn_env  # noqa: E402
 from course_lib.runners import EnvRunner  # noqa: E402
 from solutions.config import A2CConfig  # noqa: E402
 from solutions.reference import ComputeValueTargets, MergeTimeBatch  # noqa: E402
-from solutions.train import make_agent  # noqa: E402
+from solutions.train import NoGradPolicy, make_agent  # noqa: E402
 
 
 class ReferenceLearner:
@@ -71,11 +63,11 @@ class ReferenceLearner:
         self.config, self.total_updates, self.update = config, total_updates, 0
         self.env = nature_dqn_env(config.env_id, nenvs=config.nenvs, seed=config.seed)
         n_actions = self.env.single_action_space.n
-        _, policy, rollout_policy, self.optimizer, self.a2c = make_agent(
-            config, n_actions, torch.device("cpu")
-        )
+        _, policy, self.optimizer, self.a2c = make_agent(config, n_actions, torch.device("cpu"))
         transforms = [ComputeValueTargets(policy, config.gamma), MergeTimeBatch()]
-        self.runner = EnvRunner(self.env, rollout_policy, config.nsteps, transforms=transforms)
+        self.runner = EnvRunner(
+            self.env, NoGradPolicy(policy), config.nsteps, transforms=transforms
+        )
 
     def train(self, updates: int) -> None:
         for _ in range(updates):

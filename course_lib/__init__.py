@@ -29,15 +29,15 @@ Map: which module to read for what (the design behind it: docs/design.md)::
 import os as _os
 
 # Idle OpenMP threads (torch's CPU pool) spin by default and starve the emulator threads on a
-# 2-core machine (Colab's CPU runtime): training ran up to 10x slower in our measurements
-# (benchmarks/train_throughput.py). Takes effect only when set before torch is imported.
+# machine with few cores (Colab's CPU runtime has 2); passive ones sleep. Takes effect only when
+# set before torch is imported.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .episode_stats import EpisodeStats, rolling_mean  # noqa: E402
 from .nature_dqn import BACKENDS, DEFAULT_BACKEND, nature_dqn_env  # noqa: E402
 from .plots import TrainingDashboard, plot_metrics_file  # noqa: E402
 from .python_batches import EnvBatch, EnvWorkerError, ParallelEnvBatch  # noqa: E402
-from .runners import EnvRunner, StepCounter  # noqa: E402
+from .runners import EnvRunner  # noqa: E402
 from .video import record_video, show_batch, show_video, tile_observations  # noqa: E402
 
 __all__ = [
@@ -48,7 +48,6 @@ __all__ = [
     "EnvWorkerError",
     "EpisodeStats",
     "ParallelEnvBatch",
-    "StepCounter",
     "TrainingDashboard",
     "nature_dqn_env",
     "plot_metrics_file",

@@ -240,9 +240,7 @@ def default_start_method() -> str:
     before it makes envs. ``"forkserver"`` forks each worker from a small server process
     that never ran torch, so it is as safe as ``"spawn"``; and since the server imports the
     env libraries once (:func:`forkserver_preload`), workers start almost as fast as with
-    ``"fork"``. Measured start-up of 8 Pong workers on a busy 2-core machine (noisy):
-    fork 0.8-1.5 s, forkserver with preload 1.0-1.8 s, forkserver without 1.9-5 s,
-    spawn 3.3 s.
+    ``"fork"`` (docs/benchmarks.md).
     """
     methods = multiprocessing.get_all_start_methods()
     return "forkserver" if "forkserver" in methods else "spawn"

@@ -8,8 +8,9 @@ What to watch while A2C trains (and what it tells you):
   to ~0 early means the policy collapsed (raise ``entropy_coef`` or lower the learning rate).
 * **policy loss / value loss**: noisy by nature; a value loss that grows without bound means the
   value targets are wrong (check the ``(1 - reset_t)`` factor) or the learning rate is too high.
-* **explained variance** ``1 - Var[v_target - v] / Var[v_target]``: 0 means the critic predicts no
-  better than a constant, 1 is perfect; it should climb above 0 within the first few 100k steps.
+* **explained variance** ``1 - Var[v_target - v] / Var[v_target]`` (logged by the training loop
+  from the merged batch): 0 means the critic predicts no better than a constant, 1 is perfect; an
+  untrained critic starts near or below 0.
 * **grad norm**: before clipping; steadily at the clip value means most updates are clipped.
 
 Usage::

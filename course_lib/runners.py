@@ -44,30 +44,9 @@ import numpy as np
 from .episode_stats import EpisodeStats
 from .validation import check_int
 
-__all__ = ["EnvRunner", "StepCounter"]
+__all__ = ["EnvRunner"]
 
 Trajectory = dict[str, Any]
-
-
-class StepCounter:
-    """A mutable step count that several objects can share (e.g. the runner and an LR schedule).
-
-    Pass one as ``EnvRunner(..., step_var=StepCounter())``: the runner adds T*N to
-    ``counter.value`` at every :meth:`EnvRunner.get_next`, and anything holding the same counter
-    sees the new value. ``int(counter)`` gives the count.
-    """
-
-    def __init__(self, value: int = 0) -> None:
-        self.value = int(value)
-
-    def __int__(self) -> int:
-        return self.value
-
-    def __index__(self) -> int:
-        return self.value
-
-    def __repr__(self) -> str:
-        return f"StepCounter({self.value})"
 
 
 def _to_actions(actions: Any, nenvs: int) -> np.ndarray:
@@ -104,8 +83,7 @@ class EnvRunner:
         transforms: callables applied in order as ``transform(trajectory)``; each changes the
             trajectory in place (a transform that returns a new dict instead is also accepted:
             that dict replaces the trajectory for the next transforms).
-        step_var: where the agent-step count starts: ``None`` (0), an ``int``, or a shared
-            :class:`StepCounter` (anything with an integer ``.value``) that the runner increments.
+        step_var: where the agent-step count starts (default 0), e.g. the step of a checkpoint.
 
     Attributes:
         step_var: agent steps over all envs so far, an ``int`` (T*N more after every
@@ -128,7 +106,7 @@ class EnvRunner:
         policy: Any,
         nsteps: int,
         transforms: Iterable[Callable[[Trajectory], Any]] | None = None,
-        step_var: int | StepCounter | None = None,
+        step_var: int = 0,
     ) -> None:
         nenvs = getattr(env, "num_envs", None)
         if nenvs is None:
@@ -150,28 +128,15 @@ class EnvRunner:
                     f"`transforms[{i}]` must be callable as transform(trajectory), got "
                     f"{type(transform).__name__}. Did you pass the class instead of an instance?"
                 )
-        if step_var is None:
-            step_var = 0
-        if not hasattr(step_var, "value"):  # a shared counter is used as given
-            step_var = check_int("step_var", step_var, 0, fix="or a StepCounter to share")
+        step_var = check_int("step_var", step_var, 0)
         self.env = env
         self.policy = policy
         self.nsteps = int(nsteps)
         self.num_envs = int(nenvs)
         self.transforms = transforms
-        self._counter = StepCounter(step_var) if isinstance(step_var, int) else step_var
+        self.step_var = step_var
         self.episode_stats = EpisodeStats()
         self._latest_observation: np.ndarray | None = None
-
-    # -- the step count --------------------------------------------------------------------
-    @property
-    def step_var(self) -> int:
-        """Agent steps over all envs so far (an int)."""
-        return int(self._counter.value)
-
-    @step_var.setter
-    def step_var(self, value: int) -> None:
-        self._counter.value = int(value)
 
     @property
     def latest_observation(self) -> np.ndarray | None:
@@ -190,7 +155,7 @@ class EnvRunner:
         if self._latest_observation is None:
             self.reset()
         obs = self._latest_observation
-        nenvs, counter = self.num_envs, self._counter
+        nenvs = self.num_envs
         trajectory: Trajectory = {}
         observations: list[np.ndarray] = []
         rewards: list[np.ndarray] = []
@@ -217,13 +182,13 @@ class EnvRunner:
             trajectory["actions"][-1] = actions
 
             next_obs, reward, terminated, truncated, infos = self.env.step(actions)
-            counter.value += nenvs
+            self.step_var += nenvs
             observations.append(obs)
             # Copies: some batches write every step into the same output buffers.
             rewards.append(np.array(reward, dtype=np.float32))
             resets.append(np.logical_or(terminated, truncated))
             if "episode" in infos:
-                self.episode_stats.add_from_infos(infos, step=counter.value)
+                self.episode_stats.add_from_infos(infos, step=self.step_var)
             obs = np.array(next_obs)
         self._latest_observation = obs
 

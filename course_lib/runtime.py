@@ -121,10 +121,8 @@ def flush_denormals() -> bool:
     Why: a weight whose gradient is exactly 0 (an input that a dead ReLU unit never feeds)
     keeps RMSprop's running average of squared gradients decaying, ``v <- 0.99 v``, update
     after update. ``v`` sinks into the denormal range (below ~1.2e-38 for float32), where
-    x86 CPUs compute several times slower, and stays there: 0.99 times one of the smallest
-    denormals rounds back to itself. After 2M agent steps on SpaceInvaders, 37% of the Nature
-    CNN's RMSprop entries were stuck there, ``sqrt(v)`` took a fifth of the training process's
-    time, and flushing them made training 1.03x to 1.15x faster (``benchmarks/denormals.py``).
+    x86 CPUs compute more slowly, and stays there: 0.99 times one of the smallest denormals
+    rounds back to itself. ``benchmarks/denormals.py`` measures the effect on a long run.
     Flushed to zero they change no update (RMSprop divides by ``sqrt(v) + eps``, eps = 1e-5).
 
     Pitfall: the setting belongs to each CPU thread, and torch's worker threads copy it from the

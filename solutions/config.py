@@ -1,37 +1,33 @@
-"""The training configuration of the reference A2C: one dataclass, one docstring per field.
+"""The configuration of a training run: two dataclasses, one docstring per field.
 
-Defaults are the course's hyperparameters (docs/design.md, section 7). Values that follow from the
-fields (batch size, number of updates, the learning rate at a given update) are computed here
-and nowhere else, so the CLI, the benchmarks and the notebook agree. The command-line form of
-the configuration (options, and what a resumed run may change) lives here too.
+:class:`A2CConfig` holds what defines a run: the course's hyperparameters (docs/design.md,
+section 7) and the settings a checkpoint keeps. :class:`RunOptions` holds what only concerns
+one invocation of ``python -m solutions.train`` (output folder, final evaluation, video,
+threads, progress bar). Each default is written here once: the command line is generated from
+these fields (:mod:`solutions.cli`), and values that follow from them (batch size, number of
+updates, the learning rate at a given update) are computed here and nowhere else.
+
+A field's ``metadata`` may name its command-line option (``"option"``, when it differs from the
+field name) and the smallest integer it accepts (``"min"``, 1 when not given).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from course_lib.validation import check_int
 
-__all__ = [
-    "A2CConfig",
-    "CLI_OPTIONS",
-    "RESUME_MAY_CHANGE",
-    "add_config_arguments",
-    "config_from_args",
-    "non_negative_int",
-    "positive_int",
-]
+__all__ = ["A2CConfig", "RESUME_MAY_CHANGE", "RunOptions"]
 
 
 @dataclass
 class A2CConfig:
     """Hyperparameters and run settings of one A2C training run."""
 
-    env_id: str = "SpaceInvadersNoFrameskip-v4"
+    env_id: str = field(default="SpaceInvadersNoFrameskip-v4", metadata={"option": "env"})
     """ALE id without built-in frame skipping; the Nature-DQN wrappers skip frames themselves."""
 
     nenvs: int = 8
@@ -40,14 +36,14 @@ class A2CConfig:
     nsteps: int = 5
     """Steps per rollout (T): each update sees T * N transitions and bootstraps after T steps."""
 
-    total_steps: int = 10_000_000
+    total_steps: int = field(default=10_000_000, metadata={"option": "steps"})
     """Budget in agent steps over all envs (one agent step = 4 emulator frames)."""
 
     gamma: float = 0.99
     """Discount factor of the n-step returns."""
 
     gae_lambda: float | None = None
-    """GAE lambda in [0, 1]; ``None`` uses the plain n-step targets (the graded version)."""
+    """GAE lambda in [0, 1] (not given: the plain n-step targets, the graded version)."""
 
     lr: float = 7e-4
     """Initial RMSprop learning rate, decayed linearly to 0 at ``total_steps``."""
@@ -72,7 +68,7 @@ class A2CConfig:
     max_grad_norm: float = 0.5
     """Global gradient norm above which gradients are rescaled before the optimizer step."""
 
-    seed: int = 0
+    seed: int = field(default=0, metadata={"min": 0})
     """Seed of torch, numpy and the environments (env i gets ``seed + i``)."""
 
     device: str = "auto"
@@ -90,6 +86,7 @@ class A2CConfig:
     def __post_init__(self) -> None:
         for name in ("nenvs", "nsteps", "total_steps", "log_interval", "checkpoint_interval"):
             check_int(name, getattr(self, name), 1)
+        check_int("seed", self.seed, 0)
         if not isinstance(self.env_id, str) or not self.env_id:
             raise ValueError(
                 f"env_id must be an ALE id such as 'SpaceInvadersNoFrameskip-v4', got {self.env_id!r}."
@@ -132,11 +129,7 @@ class A2CConfig:
 
     def lr_at(self, update: int) -> float:
         """Learning rate of update ``update`` (0-based): lr * (1 - update / num_updates)."""
-        return self.lr * self.lr_factor(update)
-
-    def lr_factor(self, update: int) -> float:
-        """The multiplier of ``lr`` at ``update``, for ``torch.optim.lr_scheduler.LambdaLR``."""
-        return 1.0 - min(update, self.num_updates) / self.num_updates
+        return self.lr * (1.0 - min(update, self.num_updates) / self.num_updates)
 
     # ----- (de)serialisation for checkpoints and metrics -----
     def to_dict(self) -> dict[str, Any]:
@@ -155,92 +148,36 @@ class A2CConfig:
         return cls(**values)
 
 
-# ----- command-line form ----------------------------------------------------------------------
-#: CLI option (argparse dest) -> A2CConfig field.
-CLI_OPTIONS = {
-    "env": "env_id",
-    "steps": "total_steps",
-    "nenvs": "nenvs",
-    "nsteps": "nsteps",
-    "seed": "seed",
-    "device": "device",
-    "backend": "backend",
-    "lr": "lr",
-    "entropy_coef": "entropy_coef",
-    "gae_lambda": "gae_lambda",
-    "log_interval": "log_interval",
-    "checkpoint_interval": "checkpoint_interval",
-}
 #: Fields a resumed run may change; the others define the run and must match the checkpoint.
 RESUME_MAY_CHANGE = frozenset(
     {"total_steps", "device", "backend", "log_interval", "checkpoint_interval"}
 )
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1; accepts ``1e6`` style for step budgets."""
-    try:
-        value = float(text) if "e" in text.lower() else int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1 or value != int(value):
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(value)
+@dataclass
+class RunOptions:
+    """Settings of one invocation of the training command; the checkpoint does not keep them."""
 
+    out: str = field(default="runs/a2c", metadata={"metavar": "DIR"})
+    """Output folder. It holds one run: a new run needs an empty or missing folder."""
 
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+    resume: bool = False
+    """Continue the run in the output folder from its checkpoint (its configuration is kept)."""
 
+    eval_games: int = field(default=10, metadata={"min": 0})
+    """Full games of the final evaluation (0: none)."""
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one option per :data:`CLI_OPTIONS` field; all default to None (= "not given")."""
-    d = A2CConfig()
-    add = parser.add_argument
-    add("--env", help=f"ALE id (default {d.env_id})")
-    add(
-        "--steps",
-        type=positive_int,
-        help=f"agent steps, e.g. 1000000 or 1e7 (default {d.total_steps:.0e})",
-    )
-    add("--nenvs", type=positive_int, help=f"parallel envs (default {d.nenvs})")
-    add("--nsteps", type=positive_int, help=f"rollout length (default {d.nsteps})")
-    add("--seed", type=non_negative_int, help=f"seed (default {d.seed})")
-    add("--device", help="auto, cpu, cuda, cuda:1, mps (default auto)")
-    add("--backend", help="env batch: auto, native, subprocess, sequential (default auto)")
-    add("--lr", type=float, help=f"initial learning rate (default {d.lr})")
-    add("--entropy-coef", type=float, help=f"entropy bonus weight (default {d.entropy_coef})")
-    add("--gae-lambda", type=float, help="use GAE with this lambda (default: plain targets)")
-    add("--log-interval", type=positive_int, help=f"steps between metric rows ({d.log_interval})")
-    add(
-        "--checkpoint-interval",
-        type=positive_int,
-        help=f"steps between checkpoints ({d.checkpoint_interval})",
-    )
+    video_frames: int = field(default=4500, metadata={"min": 0})
+    """Cap on the frames of the final video (0: no video)."""
 
+    threads: int | None = None
+    """Torch CPU threads (default: all cores)."""
 
-def config_from_args(args: argparse.Namespace, saved: A2CConfig | None = None) -> A2CConfig:
-    """The config of parsed ``args``: defaults + given options, or ``saved`` (a checkpoint's
-    config, when resuming) + the given options of :data:`RESUME_MAY_CHANGE`.
+    progress: bool = True
+    """Show a progress bar."""
 
-    Raises:
-        ValueError: a bad value, or an option that differs from ``saved`` and may not change.
-    """
-    given = {f: getattr(args, o) for o, f in CLI_OPTIONS.items() if getattr(args, o) is not None}
-    if saved is None:
-        return A2CConfig(**given)
-    for field, value in given.items():
-        if field not in RESUME_MAY_CHANGE and value != getattr(saved, field):
-            option = next(o for o, f in CLI_OPTIONS.items() if f == field).replace("_", "-")
-            raise ValueError(
-                f"--{option} {value!r} differs from the checkpoint's {getattr(saved, field)!r}; "
-                f"a resumed run may only change {', '.join(sorted(RESUME_MAY_CHANGE))}. "
-                "Drop the option or use another --out."
-            )
-    return dataclasses.replace(saved, **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE})
+    def __post_init__(self) -> None:
+        check_int("eval_games", self.eval_games, 0)
+        check_int("video_frames", self.video_frames, 0)
+        if self.threads is not None:
+            check_int("threads", self.threads, 1)

@@ -34,7 +34,7 @@ from course_lib.validation import check_int  # noqa: E402
 
 from .reference import Policy  # noqa: E402
 
-__all__ = ["described_evaluation", "evaluate", "evaluate_scores", "main"]
+__all__ = ["describe_scores", "described_evaluation", "evaluate", "evaluate_scores", "main"]
 
 #: 108,000 emulator frames (30 minutes of play) = 27,000 agent steps: the usual Atari cap.
 MAX_STEPS_PER_GAME = 27_000
@@ -138,6 +138,27 @@ def described_evaluation(agent: Any, env_id: str, games: int, seed: int) -> dict
         "env_seed": seed,
         "policy": "final weights",
     }
+
+
+def describe_scores(result: Any) -> str:
+    """The end-of-run lines of a training run (a ``solutions.train.TrainResult``): what each of
+    its two scores measures, and why they can differ."""
+    eval_info = result.evaluation
+    recent = min(100, result.games)
+    lines = [
+        f"training score: {result.mean_raw_score_100:.1f} = mean raw score of the last {recent} "
+        "full games played during training (sampled actions; the policy kept changing while "
+        "they were played)"
+    ]
+    if eval_info is not None:
+        lines.append(
+            f"evaluation score: {eval_info['score']:.1f} (std {eval_info['std']:.1f}) = mean raw "
+            f"score of {eval_info['games']} new full games of {eval_info['game']} played by the "
+            f"final policy, actions {eval_info['actions']}. It can differ from the training "
+            f"score: it measures the final policy only, on other games, and {eval_info['games']} "
+            "games are a small sample (standard error about std / sqrt(games))."
+        )
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> float:

@@ -26,51 +26,26 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 # %% [end part: imports]
-from solutions.parts import PARTS
-
 __all__ = [
     "A2C",
     "ComputeGAE",
     "ComputeValueTargets",
     "MergeTimeBatch",
     "Policy",
-    "PART_KEYS",
     "make_model",
 ]
-
-#: The graded parts, in notebook order (each one a region of this file).
-PART_KEYS = tuple(PARTS)
 
 
 # %% [part: model]
 def make_model(n_actions):
-    """Build the Nature-DQN actor-critic network: a shared conv trunk and two heads.
-
-    Architecture (shapes for a batch of N observations)::
-
-        obs   (N, 4, 84, 84) uint8 or float in [0, 255]   -> scale by 1/255 inside forward
-        conv 32 filters 8x8 stride 4 + ReLU   -> (N, 32, 20, 20)
-        conv 64 filters 4x4 stride 2 + ReLU   -> (N, 64, 9, 9)
-        conv 64 filters 3x3 stride 1 + ReLU   -> (N, 64, 7, 7)
-        flatten                               -> (N, 3136)
-        linear 3136 -> 512 + ReLU             -> (N, 512)       the shared features
-        policy head: linear 512 -> n_actions  -> logits (N, A)  (no softmax: the loss wants logits)
-        value head:  linear 512 -> 1          -> values (N, 1), squeezed to (N,)
-
-    Initialisation: orthogonal weights (``nn.init.orthogonal_``) with gain sqrt(2) for the
-    ReLU layers, 0.01 for the policy head (so the first policy is almost uniform) and 1 for the
-    value head; all biases zero.
-
-    Pitfalls: ``nn.Conv2d`` refuses uint8 tensors ("Input type (unsigned char) and bias type
-    (float) should be the same"): the input must become float, scaled by 1/255 (inputs of order 1
-    keep the first activations and gradients sane); return values of shape (N,), not (N, 1), or
-    ``targets - values`` broadcasts to (N, N) without an error.
+    """Part 1: the actor-critic network, a Nature-DQN conv trunk shared by two linear heads.
 
     Args:
-        n_actions: number of discrete actions A (``env.single_action_space.n``).
+        n_actions: A, the number of discrete actions (``env.single_action_space.n``).
 
     Returns:
-        an ``nn.Module`` whose ``forward(obs)`` returns ``(logits (N, A), values (N,))``.
+        an ``nn.Module`` whose ``forward(obs)`` maps ``obs`` uint8 or float ``(N, 4, 84, 84)``
+        with values in [0, 255] to ``(logits (N, A), values (N,))``.
     """
 
     ### BEGIN SOLUTION
@@ -114,20 +89,11 @@ def make_model(n_actions):
 
 # %% [part: policy]
 class Policy:
-    """Turns the network into an agent the runner can call: ``act(observations) -> dict``.
+    """Part 2: the agent the runner plays with, ``Policy(model).act(inputs) -> dict``.
 
-    ``act`` receives the numpy observations of the N envs, ``uint8 (N, 4, 84, 84)``, and returns::
-
-        "actions":   int64 (N,)      sampled from softmax(logits), one per env: a numpy array
-                                     or an integer torch tensor (the runner converts it)
-        "logits":    torch (N, A)    with autograd graph
-        "log_probs": torch (N,)      log pi(a_i | s_i) of the sampled actions, with graph
-        "values":    torch (N,)      V(s_i), with graph
-
-    The tensors keep their autograd graph: A2C backpropagates through them after T steps.
-
-    Pitfalls: the model's parameters may live on a GPU, the observations are numpy arrays on the
-    CPU; ``log_softmax`` is numerically safer than ``log(softmax)``.
+    ``act(inputs)``: ``inputs`` numpy uint8 ``(N, 4, 84, 84)``; returns ``"actions"`` int64
+    ``(N,)`` (numpy, or an integer torch tensor), ``"logits"`` torch ``(N, A)``, ``"log_probs"``
+    torch ``(N,)`` and ``"values"`` torch ``(N,)``, the last three with their autograd graph.
     """
 
     def __init__(self, model):
@@ -161,26 +127,12 @@ class Policy:
 
 # %% [part: compute_value_targets]
 class ComputeValueTargets:
-    """Adds ``trajectory["value_targets"]``: the n-step returns the critic regresses on.
+    """Part 3: ``ComputeValueTargets(policy, gamma=0.99)(trajectory)`` adds the n-step targets.
 
-    For a trajectory of T steps of N envs (rewards r_t and resets d_t, each (N,)), work
-    backwards from a bootstrap value::
-
-        v_T = V(latest_observation)                       (N,)  no gradient
-        v_t = r_t + gamma * (1 - d_t) * v_{t+1}           (N,)  for t = T-1, ..., 0
-
-    ``d_t = resets[t]`` is True when the episode of env i ended at step t: then the return of
-    step t must not include anything after it, and ``(1 - d_t)`` cuts the sum there.
-
-    The result is ``value_targets``: one ``(T, N)`` float tensor (or a list of T ``(N,)``
-    tensors), on the model's device, **without autograd graph** (targets are constants; a graph
-    here would let the value loss push the bootstrap value around).
-
-    Pitfalls: ``resets`` are numpy bool arrays, and ``1 - d`` works on those (it gives int64),
-    but a torch bool tensor refuses it ("Subtraction, the ``-`` operator, with a bool tensor is
-    not supported"): convert bool tensors to float before ``1 - d``; bootstrap from the
-    observation *after* the last step (``trajectory["state"]["latest_observation"]``), not from
-    the last observation in ``trajectory["observations"]``.
+    Reads ``trajectory["rewards"]`` (list of T float32 ``(N,)``), ``trajectory["resets"]`` (list
+    of T bool ``(N,)``) and ``trajectory["state"]["latest_observation"]`` (uint8
+    ``(N, 4, 84, 84)``). Adds, in place, ``trajectory["value_targets"]``: one ``(T, N)`` float
+    tensor or a list of T ``(N,)`` tensors, on the model's device, without autograd graph.
     """
 
     def __init__(self, policy, gamma=0.99):
@@ -212,19 +164,12 @@ class ComputeValueTargets:
 
 # %% [part: merge_time_batch]
 class MergeTimeBatch:
-    """Merges time and env axes, in place: every per-step list becomes one ``(T*N, ...)`` batch.
+    """Part 4: ``MergeTimeBatch()(trajectory)`` merges the time and env axes, in place.
 
-    The runner stores T steps as lists of per-step arrays: ``observations`` T x ``(N, 4, 84, 84)``,
-    ``log_probs`` T x ``(N,)``, and so on. ``value_targets`` may be a list of T ``(N,)`` or one
-    ``(T, N)`` tensor, and so may ``advantages`` (with the GAE bonus, part 6). After this
-    transform each of them is a single array of B = T * N rows, numpy stays numpy and torch stays
-    torch (with its graph), in **time-major** order::
-
-        row t * N + i  =  step t, env i
-
-    e.g. T = 3, N = 2, rewards ``[[1, 0], [0, 1], [2, 3]]`` (T arrays (N,)) -> ``[1, 0, 0, 1, 2, 3]``
-    (env-major order would give ``[1, 0, 2, 0, 1, 3]``). Every key uses the same order, so that
-    row b of ``log_probs`` meets row b of the targets. ``trajectory["state"]`` is left untouched.
+    Every per-step list (T arrays or tensors of ``(N, ...)``), and ``value_targets`` or
+    ``advantages`` given as one ``(T, N)`` tensor, becomes one ``(T*N, ...)`` array or tensor
+    with row ``t * N + i`` = step t, env i. numpy stays numpy, torch stays torch (graph kept);
+    ``trajectory["state"]`` is left as it is.
     """
 
     def __call__(self, trajectory):
@@ -247,27 +192,12 @@ class MergeTimeBatch:
 
 # %% [part: a2c]
 class A2C:
-    """One A2C update from a merged trajectory (``MergeTimeBatch`` already applied).
+    """Part 5: ``A2C(policy, optimizer, value_loss_coef, entropy_coef, max_grad_norm)``.
 
-    With B = T * N rows, all ``(B,)`` except ``logits (B, A)``; pi = softmax(logits),
-    log pi(a_t | s_t) = ``log_probs``, V(s_t) = ``values``, v_t = ``value_targets``::
-
-        advantages   A_t = v_t - V(s_t)                   a constant weight: no gradient flows
-                                                          through it into V
-        policy_loss  = -mean_t( log pi(a_t | s_t) * A_t )
-        value_loss   =  mean_t( (v_t - V(s_t)) ** 2 )
-        entropy      =  mean_t( -sum_a pi(a | s_t) log pi(a | s_t) )
-        loss         =  policy_loss + value_loss_coef * value_loss - entropy_coef * entropy
-
-    If the trajectory holds ``advantages`` (from :class:`ComputeGAE`), they replace v_t - V(s_t).
-    The rollout's ``log_probs``, ``values`` and ``logits`` carry their autograd graph.
-
-    ``step(trajectory)`` makes one optimizer step on ``loss`` with fresh gradients whose global
-    L2 norm (over all parameters) is clipped to ``max_grad_norm``, and returns a dict of Python
-    floats with at least ``loss``, ``policy_loss``, ``value_loss``, ``entropy`` and
-    ``grad_norm`` (the norm *before* clipping). The reference adds ``explained_variance`` =
-    1 - Var(v - V) / Var(v) (1: a perfect critic, <= 0: no better than a constant) and the mean
-    and std of the advantages, for the training dashboard.
+    ``step(trajectory)`` takes a merged trajectory of B = T*N rows (``log_probs``, ``values``,
+    ``value_targets`` ``(B,)``, ``logits`` ``(B, A)``, and ``advantages`` ``(B,)`` when part 6
+    added them), makes one optimizer step on the A2C loss and returns a dict of Python floats:
+    ``loss``, ``policy_loss``, ``value_loss``, ``entropy`` and ``grad_norm`` (before clipping).
     """
 
     def __init__(
@@ -293,24 +223,14 @@ class A2C:
         self.optimizer.zero_grad(set_to_none=True)
         terms["loss"].backward()
         grad_norm = nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.max_grad_norm)
-        with torch.no_grad():  # statistics of this batch, before the parameters change
-            values = terms.pop("values").detach()
-            targets = torch.as_tensor(trajectory["value_targets"], device=values.device)
-            target_var = targets.var(unbiased=False)
-            explained_variance = 1.0 - (targets - values).var(unbiased=False) / target_var
-            advantages = terms.pop("advantages")
-            stats = {key: terms[key].detach() for key in ("loss", "policy_loss", "value_loss")}
-            stats["entropy"] = terms["entropy"].detach()
-            stats["grad_norm"] = grad_norm.detach().to(values.device)  # before clipping
-            stats["explained_variance"] = explained_variance
-            stats["advantage_mean"] = advantages.mean()
-            stats["advantage_std"] = advantages.std(unbiased=False)
-            numbers = torch.stack(list(stats.values())).tolist()  # one device-to-host copy
+        stats = {key: value.detach() for key, value in terms.items()}
+        stats["grad_norm"] = grad_norm.detach().to(terms["loss"].device)  # before clipping
+        numbers = torch.stack(list(stats.values())).tolist()  # one device-to-host copy
         self.optimizer.step()
         return dict(zip(stats, numbers, strict=True))
 
     def loss(self, trajectory):
-        """The loss terms as tensors: loss, policy_loss, value_loss, entropy, advantages, values."""
+        """The loss terms as tensors: loss, policy_loss, value_loss, entropy."""
         logits, log_probs, values = (trajectory[k] for k in ("logits", "log_probs", "values"))
         if not values.requires_grad:  # rollout without graph: recompute in one batch of B
             device = next(self.policy.model.parameters()).device
@@ -335,8 +255,6 @@ class A2C:
             "policy_loss": policy_loss,
             "value_loss": value_loss,
             "entropy": entropy,
-            "advantages": advantages,
-            "values": values,
         }
         ### END SOLUTION
 
@@ -346,19 +264,11 @@ class A2C:
 
 # %% [part: gae]
 class ComputeGAE:
-    """Bonus: Generalized Advantage Estimation, adds ``advantages`` and ``value_targets``.
+    """Part 6 (bonus): ``ComputeGAE(policy, gamma=0.99, lambda_=0.95)(trajectory)``.
 
-    With V_t = ``values[t]`` (detached), V_T = V(latest_observation), resets d_t::
-
-        delta_t = r_t + gamma * (1 - d_t) * V_{t+1} - V_t                  (N,)
-        A_T     = 0
-        A_t     = delta_t + gamma * lambda_ * (1 - d_t) * A_{t+1}          (N,)
-        value_targets_t = A_t + V_t
-
-    lambda_ trades bias for variance: ``lambda_ = 0`` gives the one-step TD error, ``lambda_ = 1``
-    gives exactly the n-step targets of :class:`ComputeValueTargets` (A_t = v_t - V_t).
-    Both results are ``(T, N)`` tensors on the model's device, without autograd graph; A2C uses
-    the stored ``advantages`` when they are present.
+    Reads what part 3 reads, plus ``trajectory["values"]`` (list of T torch ``(N,)``). Adds, in
+    place, ``advantages`` and ``value_targets``: each a ``(T, N)`` tensor on the model's device,
+    without autograd graph.
     """
 
     def __init__(self, policy, gamma=0.99, lambda_=0.95):

@@ -1,36 +1,23 @@
-"""What keeps a training run whole: one run per folder, a clean stop, and a metrics file in order.
+"""One run per folder: what ``--out`` may hold before a run starts or resumes there.
 
-:func:`~solutions.train.train` relies on three rules, each enforced here:
-
-* **One run per folder.** :func:`open_run_folder` reads what ``--out`` holds before anything is
-  written. An empty or missing folder starts a new run. A folder with a run in it (a
-  checkpoint, or the files of a run that stopped before its first checkpoint) is refused
-  unless ``--resume`` is given, and the message says whether that run is finished or not and
-  which command continues it. ``--resume`` with a budget the run has already reached raises
-  :class:`BudgetReached` before any file is touched.
-* **A clean stop.** :class:`StopRequest` turns the first Ctrl-C (``SIGINT``) or ``SIGTERM``
-  into a flag that the training loop reads after each update: the loop then writes a checkpoint
-  at that update and returns. A second Ctrl-C aborts at once (``KeyboardInterrupt``).
-* **Metrics in order.** A resumed run first drops the rows of ``metrics.csv`` logged after the
-  checkpoint's step (:func:`truncate_metrics`): they are played again, so no step appears twice.
+:func:`open_run_folder` reads what the folder holds before anything is written. An empty or
+missing folder starts a new run. A folder with a run in it (a checkpoint, or the files of a run
+that stopped before its first checkpoint) is refused unless ``--resume`` is given, and the
+message says whether that run is finished or not and which command continues it. ``--resume``
+with a budget the run has already reached raises :class:`BudgetReached` (:func:`check_budget`)
+before any file is touched. The checkpoint is read here, once, onto the CPU.
 """
 
 from __future__ import annotations
 
-import csv
 import shlex
-import signal
-import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
-from typing import Any
 
 from .checkpoint import load_checkpoint
 
-__all__ = ["BudgetReached", "CHECKPOINT_NAME", "RUN_FILES", "StopRequest", "open_run_folder"]
-__all__ += ["check_budget", "resume_command", "truncate_metrics"]
+__all__ = ["BudgetReached", "CHECKPOINT_NAME", "RUN_FILES", "check_budget", "open_run_folder"]
+__all__ += ["resume_command"]
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: Files a run writes to its folder; any of them means the folder holds a run.
@@ -47,15 +34,16 @@ def resume_command(out_dir: str | Path, extra: Sequence[str] = ()) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
 
-def open_run_folder(out_dir: Path, resume: bool, map_location: Any = "cpu") -> dict | None:
-    """Check ``out_dir`` against ``resume``; return its checkpoint when resuming, else ``None``.
+def open_run_folder(out_dir: Path, resume: bool) -> dict | None:
+    """Check ``out_dir`` against ``resume``; return its checkpoint (on the CPU) when resuming,
+    else ``None``.
 
     Raises:
         FileExistsError: the folder holds a run and ``resume`` is false.
         FileNotFoundError: ``resume`` is true and the folder holds no checkpoint.
     """
     ckpt_path = out_dir / CHECKPOINT_NAME
-    ckpt = load_checkpoint(ckpt_path, map_location=map_location) if ckpt_path.is_file() else None
+    ckpt = load_checkpoint(ckpt_path) if ckpt_path.is_file() else None
     found = [name for name in RUN_FILES if (out_dir / name).exists()]
     if resume:
         if ckpt is None:
@@ -99,56 +87,3 @@ def check_budget(ckpt: dict, num_updates: int, total_steps: int) -> None:
             f"--steps {total_steps}: nothing to train, no file changed. To train further, pass "
             f"--steps above {ckpt['step']}."
         )
-
-
-def truncate_metrics(path: Path, max_step: int, columns: Sequence[str]) -> None:
-    """Keep the header and the rows of ``path`` up to ``max_step`` (later rows are replayed)."""
-    if not path.is_file():
-        return
-    with path.open(newline="") as f:
-        rows = [row for row in csv.DictReader(f) if int(row["step"]) <= max_step]
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(columns))
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-class StopRequest:
-    """While active, the first SIGINT or SIGTERM sets :attr:`signal_name` instead of killing.
-
-    The training loop polls :attr:`requested` after every update, saves a checkpoint and returns;
-    a second SIGINT raises ``KeyboardInterrupt`` at once (no checkpoint). Handlers can only be
-    installed from the main thread: elsewhere this does nothing and signals act as usual.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.signal_name: str | None = None
-        self._previous: dict[int, Any] = {}
-
-    @property
-    def requested(self) -> bool:
-        return self.signal_name is not None
-
-    def _handle(self, signum: int, _frame: FrameType | None) -> None:
-        if self.requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt  # second Ctrl-C: stop now
-        self.signal_name = signal.Signals(signum).name
-        print(
-            f"\n{self.signal_name}: saving a checkpoint after the current update "
-            "(Ctrl-C again to abort without saving)...",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def __enter__(self) -> StopRequest:
-        if threading.current_thread() is threading.main_thread():
-            for signum in self.SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous.clear()

@@ -2,38 +2,40 @@
 
 A2C is the synchronous variant of A3C (Mnih et al., 2016, "Asynchronous Methods for Deep
 Reinforcement Learning") in the form OpenAI baselines gave it: N envs step together and one
-learner updates after every T-step rollout.
+learner updates after every T-step rollout. :func:`train` holds the whole algorithm, top to
+bottom::
 
-Reading map of :func:`train`. It computes what the notebook's training cell computes, with one
-difference for speed: the rollout runs under ``torch.no_grad()`` (:class:`NoGradPolicy`), so the
-trajectory holds no graph, and the reference ``A2C.step`` recomputes logits and values from the
-stored observations in one forward pass over all T*N of them (the notebook keeps the graphs of
-the rollout's T forward passes instead). Same losses, same gradients, about 10% faster on CPU::
+    config                   A2CConfig: the course's hyperparameters (solutions/config.py)
+    envs                     nature_dqn_env(env_id, nenvs=N): N Atari games, Nature-DQN preprocessing
+    model                    make_model, Policy, RMSprop, A2C (solutions/reference.py, the graded parts)
+    rollout                  EnvRunner plays T steps in each env under torch.no_grad()
+    targets                  ComputeValueTargets (or ComputeGAE), then MergeTimeBatch: B = T*N rows
+    update                   lr decayed linearly to 0; A2C.step: one clipped RMSprop step
+    logging                  metrics.csv, progress bar, training.png; explained variance
 
-    envs    = nature_dqn_env(env_id, nenvs=N)                 N games in parallel
-    runner  = EnvRunner(envs, NoGradPolicy(policy), nsteps=T,
-                        transforms=[ComputeValueTargets, MergeTimeBatch])
-    repeat num_updates times (or until Ctrl-C / SIGTERM):
-        lr  = lr0 * (1 - update / num_updates)                 linear decay to 0
-        trajectory = runner.get_next()                         T*N transitions, merged, no graph
-        stats = a2c.step(trajectory)                           forward again, one RMSprop step
-        every log_interval steps:  metrics.csv row, progress bar, training.png
-        every checkpoint_interval, at the end, and at a stop: checkpoint.pt
+The rollout differs from the notebook's part 7 in one way: it runs under ``torch.no_grad()``
+(:class:`NoGradPolicy`), so the trajectory holds no graph and ``A2C.step`` recomputes logits
+and values from the stored observations in one forward pass of B rows, instead of
+backpropagating through the graphs of T forward passes of N rows. Same losses, same gradients;
+one batched pass is faster on a CPU (docs/benchmarks.md).
 
-Written to ``--out``::
+Run management sits beside this file, one job per module: :mod:`solutions.cli` (the options,
+generated from the config dataclasses), :mod:`solutions.run_folder` (one run per folder),
+:mod:`solutions.checkpoint` (save and resume), :mod:`solutions.stop_request` (Ctrl-C and SIGTERM
+stop cleanly), :mod:`solutions.metrics_log` (metrics.csv), :mod:`solutions.evaluate` (the final
+score on new games). Written to ``--out``::
 
     metrics.csv        one row per log interval: step, lr, loss terms, entropy, grad norm,
                        explained variance, advantage mean/std, mean raw score of the last 100 games
-    training.png       raw game score vs agent steps + one panel per debugging series
+    training.png       raw game score vs agent steps + one panel per logged series
     dashboard.json     every logged series and finished game (course_lib.plots.plot_metrics_file)
     checkpoint.pt      resume with --resume (same --out); see solutions.checkpoint
     video.mp4          one game of the trained agent (course_lib.video)
     summary.json       config, steps, speed, score of the last 100 games, final evaluation
 
 A resumed run restores the model, optimizer, step count, learning-rate schedule, finished-game
-statistics and RNG states, then starts fresh games (emulator states are not saved). The rules
-that keep a run whole (one run per folder, a clean stop, metrics in order) are in
-:mod:`solutions.run_folder`; the contract is in docs/design.md, section 6.
+statistics and RNG states, then starts fresh games (emulator states are not saved). The
+contract is in docs/design.md, section 6.
 """
 
 from __future__ import annotations
@@ -41,13 +43,10 @@ from __future__ import annotations
 import os
 
 # Set before torch starts OpenMP: idle OpenMP workers then sleep instead of spinning, and leave
-# the CPU to the emulator threads of the env batch. Measured on the shared 2-core machine with
-# 2 torch threads: 45-100 agent steps/s with spinning workers, 490-820 with passive ones.
+# the CPU to the emulator threads of the env batch (docs/benchmarks.md).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import argparse  # noqa: E402
-import csv
-import dataclasses
+import dataclasses  # noqa: E402
 import json
 import math
 import signal
@@ -68,31 +67,21 @@ from course_lib.runners import EnvRunner
 from course_lib.runtime import flush_denormals, resolve_device, seed_everything, set_torch_threads
 
 from .checkpoint import save_checkpoint, set_rng_state
-from .config import (
-    A2CConfig,
-    add_config_arguments,
-    config_from_args,
-    non_negative_int,
-    positive_int,
-)
+from .cli import build_parser, config_from_args, run_options, run_options_argv
+from .config import A2CConfig, RunOptions
+from .evaluate import describe_scores, described_evaluation
+from .metrics_log import MetricsLog
 from .reference import A2C, ComputeGAE, ComputeValueTargets, MergeTimeBatch, Policy, make_model
-from .run_folder import (
-    CHECKPOINT_NAME,
-    BudgetReached,
-    StopRequest,
-    check_budget,
-    open_run_folder,
-    resume_command,
-    truncate_metrics,
-)
+from .run_folder import BudgetReached, check_budget, open_run_folder, resume_command
+from .stop_request import StopRequest
 
-__all__ = ["METRIC_COLUMNS", "NoGradPolicy", "TrainResult", "build_parser", "main"]
-__all__ += ["make_agent", "train"]
+__all__ = ["METRIC_COLUMNS", "NoGradPolicy", "TrainResult", "critic_stats", "main"]
+__all__ += ["make_agent", "train", "value_targets"]
 
-#: The floats returned by A2C.step, averaged over each log interval.
+#: The floats returned by A2C.step (its contract), then those of critic_stats.
 STAT_KEYS = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
 STAT_KEYS += ("explained_variance", "advantage_mean", "advantage_std")
-#: Columns of metrics.csv, in order.
+#: Columns of metrics.csv, in order; the statistics are means over the log interval.
 METRIC_COLUMNS = ("step", "update", "lr", *STAT_KEYS, "mean_raw_score_100", "games", "steps_per_s")
 
 
@@ -104,26 +93,24 @@ class TrainResult:
     steps: int
     mean_raw_score_100: float
     """Mean raw score of the last 100 games played during training (NaN if none finished)."""
-    eval_score: float | None
-    """Mean raw score of the final evaluation (None when ``eval_games=0``)."""
     steps_per_s: float
-    checkpoint: Path
-    video: Path | None
-    games: int = 0
+    games: int
     """Full games finished during training (all sessions)."""
     stopped_by: str | None = None
     """``"SIGINT"`` or ``"SIGTERM"`` when a signal stopped the run early (checkpoint written)."""
     evaluation: dict[str, Any] | None = None
     """What the final evaluation measured: score, std, games, actions, game, env seed."""
+    video: Path | None = None
+
+    @property
+    def eval_score(self) -> float | None:
+        """Mean raw score of the final evaluation (None when there was none)."""
+        return None if self.evaluation is None else self.evaluation["score"]
 
 
 class NoGradPolicy:
-    """Rollout policy of the training loop: ``Policy.act`` under ``torch.no_grad()``.
-
-    The returned tensors carry no graph, so :class:`~solutions.reference.A2C` recomputes the
-    log-probs and values in one batch of T*N: on a CPU this backpropagates faster than through
-    T graphs of N (measured: ~31 ms vs ~37 ms for the forward+backward of an update).
-    """
+    """The rollout policy: ``Policy.act`` under ``torch.no_grad()``, so the trajectory holds no
+    graph and :class:`~solutions.reference.A2C` recomputes log-probs and values in one batch."""
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
@@ -135,282 +122,201 @@ class NoGradPolicy:
 
 
 def make_agent(config: A2CConfig, n_actions: int, device: torch.device):
-    """``(model, policy, rollout_policy, optimizer, a2c)`` for ``config``.
-
-    ``policy`` is the plain :class:`~solutions.reference.Policy` (for evaluation and videos);
-    ``rollout_policy`` the :class:`NoGradPolicy` the runner plays with.
-    """
-    model = make_model(n_actions).to(device)
+    """``(model, policy, optimizer, a2c)``: the network, the agent that samples from it, RMSprop
+    and the A2C update, with the hyperparameters of ``config``."""
+    model = make_model(n_actions).to(device)  # Nature-DQN trunk, policy and value heads
     policy = Policy(model)
+    # torch's RMSprop adds eps outside the square root: g / (sqrt(v) + eps) (see A2CConfig).
     optimizer = torch.optim.RMSprop(
         model.parameters(), lr=config.lr, alpha=config.rmsprop_alpha, eps=config.rmsprop_eps
     )
     a2c = A2C(policy, optimizer, config.value_loss_coef, config.entropy_coef, config.max_grad_norm)
-    return model, policy, NoGradPolicy(policy), optimizer, a2c
+    return model, policy, optimizer, a2c
 
 
-def _value_targets(config: A2CConfig, policy: Policy):
+def value_targets(config: A2CConfig, policy: Policy):
+    """The targets transform: n-step returns (the graded part), or GAE with ``gae_lambda``."""
     if config.gae_lambda is None:
         return ComputeValueTargets(policy, gamma=config.gamma)
     return ComputeGAE(policy, gamma=config.gamma, lambda_=config.gae_lambda)
 
 
-def train(
-    config: A2CConfig,
-    out_dir: str | Path,
-    *,
-    resume: bool = False,
-    eval_games: int = 10,
-    video_frames: int = 4500,
-    progress: bool = True,
-) -> TrainResult:
-    """Train the reference A2C with ``config``, writing everything to ``out_dir``.
+def critic_stats(trajectory: dict[str, Any]) -> dict[str, float]:
+    """How well the critic predicted a merged trajectory's targets, before the update.
+
+    ``explained_variance`` = 1 - Var(v - V) / Var(v) over the B rows (1: a perfect critic,
+    0: no better than predicting the batch mean, below 0: worse), and the mean and std of the
+    advantages A2C weighted the policy gradient with (NaN when the targets do not vary).
+    """
+    values = torch.as_tensor(trajectory["values"]).detach().float()  # (B,)
+    targets = torch.as_tensor(trajectory["value_targets"], device=values.device).float()  # (B,)
+    advantages = trajectory.get("advantages", targets - values)  # GAE stores its own
+    advantages = torch.as_tensor(advantages, device=values.device).float()
+    target_var = targets.var(unbiased=False)
+    explained = 1.0 - (targets - values).var(unbiased=False) / target_var
+    numbers = torch.stack([explained, advantages.mean(), advantages.std(unbiased=False)]).tolist()
+    if not target_var > 0:
+        numbers[0] = math.nan
+    return dict(
+        zip(("explained_variance", "advantage_mean", "advantage_std"), numbers, strict=True)
+    )
+
+
+def train(config: A2CConfig, run: RunOptions, ckpt: dict[str, Any] | None = None) -> TrainResult:
+    """Train the reference A2C with ``config``, writing everything to ``run.out``.
 
     Ctrl-C (``SIGINT``) or ``SIGTERM`` stops after the current update with a checkpoint there:
     the result then has ``stopped_by`` set and no evaluation or video.
 
     Args:
-        config: hyperparameters and run settings.
-        out_dir: output folder (created). It must not hold a run unless ``resume``.
-        resume: continue from ``out_dir/checkpoint.pt`` (its config is used as given here:
-            call :func:`main` or load the checkpoint's config yourself).
-        eval_games: full games of the final evaluation (0: none).
-        video_frames: cap on the frames of the final video (0: no video).
-        progress: show a tqdm progress bar.
+        config: hyperparameters and run settings (when resuming: the checkpoint's, with the
+            changes :data:`~solutions.config.RESUME_MAY_CHANGE` allows).
+        run: output folder, resume, final evaluation and video, progress bar.
+        ckpt: the checkpoint :func:`~solutions.run_folder.open_run_folder` returned for
+            ``run.out``, if the caller has read it already (it is read once).
 
     Raises:
-        FileExistsError, FileNotFoundError: ``out_dir`` does not fit ``resume``
-            (see :func:`solutions.run_folder.open_run_folder`).
-        BudgetReached: ``resume`` and the checkpoint already reached ``config.total_steps``.
+        FileExistsError, FileNotFoundError: ``run.out`` does not fit ``run.resume``.
+        BudgetReached: ``run.resume`` and the checkpoint already reached ``config.total_steps``.
     """
-    flush_denormals()  # long CPU runs: RMSprop state in denormals (see course_lib.runtime)
-    out_dir = Path(out_dir)
-    ckpt_path = out_dir / CHECKPOINT_NAME
-    device = resolve_device(config.device)
-    ckpt = open_run_folder(out_dir, resume, map_location=device)
-    if ckpt:
+    out_dir = Path(run.out)
+    if ckpt is None:
+        ckpt = open_run_folder(out_dir, run.resume)
+    if ckpt is not None:
         check_budget(ckpt, config.num_updates, config.total_steps)
+    flush_denormals()  # long CPU runs: RMSprop state in denormals (see course_lib.runtime)
+    device = resolve_device(config.device)
     out_dir.mkdir(parents=True, exist_ok=True)
     seed_everything(config.seed)
     start_update = ckpt["update"] if ckpt else 0
     start_step = ckpt["step"] if ckpt else 0
+
     with StopRequest() as stop:  # from here on, Ctrl-C or SIGTERM ends with a checkpoint
-        # A resumed run plays new games: a different env seed than the first run used.
-        env_seed = config.seed + start_step
+        # ----- envs: N games in parallel; a resumed run plays new games (another seed)
         env = nature_dqn_env(
-            config.env_id, nenvs=config.nenvs, seed=env_seed, backend=config.backend
+            config.env_id, nenvs=config.nenvs, seed=config.seed + start_step, backend=config.backend
         )
         n_actions = int(env.single_action_space.n)
-        model, policy, rollout_policy, optimizer, a2c = make_agent(config, n_actions, device)
+
+        # ----- model, policy, optimizer, A2C update
+        model, policy, optimizer, a2c = make_agent(config, n_actions, device)
+
+        # ----- rollout -> targets -> one batch: T steps of N envs become B = T*N rows
         runner = EnvRunner(
             env,
-            rollout_policy,
+            NoGradPolicy(policy),
             config.nsteps,
-            transforms=[_value_targets(config, policy), MergeTimeBatch()],
+            transforms=[value_targets(config, policy), MergeTimeBatch()],
             step_var=start_step,
         )
-        dashboard_series: dict[str, Any] = {}
         if ckpt:
             model.load_state_dict(ckpt["model"])
             optimizer.load_state_dict(ckpt["optimizer"])
             set_rng_state(ckpt["rng"])
             runner.episode_stats = EpisodeStats.from_dict(ckpt["extra"]["games"])
-            dashboard_series = ckpt["extra"]["series"]
-        dashboard = TrainingDashboard(
-            runner.episode_stats, save_path=out_dir / "training.png", min_interval=60.0
-        )
-        dashboard.series = {k: (list(s), list(v)) for k, (s, v) in dashboard_series.items()}
-
-        metrics_path = out_dir / "metrics.csv"
+        dashboard = TrainingDashboard(runner, save_path=out_dir / "training.png", min_interval=60)
         if ckpt:
-            truncate_metrics(metrics_path, start_step, METRIC_COLUMNS)
-        new_file = not metrics_path.is_file()
-        metrics_file = metrics_path.open("a", newline="")
-        writer = csv.DictWriter(metrics_file, fieldnames=METRIC_COLUMNS)
-        if new_file:
-            writer.writeheader()
+            series = ckpt["extra"]["series"]
+            dashboard.series = {k: (list(s), list(v)) for k, (s, v) in series.items()}
 
-        def checkpoint(update: int) -> None:
-            extra = {
-                "n_actions": n_actions,
-                "games": runner.episode_stats.to_dict(),
-                "series": dashboard.series,
-            }
-            save_checkpoint(
-                ckpt_path,
-                model=model,
-                optimizer=optimizer,
-                config=config,
-                update=update,
-                step=runner.step_var,
-                extra=extra,
-            )
+        def save(update: int) -> None:
+            extra = {"n_actions": n_actions, "games": runner.episode_stats.to_dict(),
+                     "series": dashboard.series}  # fmt: skip
+            save_checkpoint(out_dir / "checkpoint.pt", model=model, optimizer=optimizer,
+                            config=config, update=update, step=runner.step_var, extra=extra)  # fmt: skip
 
-        bar = tqdm(
-            total=config.num_updates * config.batch_size,
-            initial=start_step,
-            unit="step",
-            unit_scale=True,
-            dynamic_ncols=True,
-            disable=not progress,
-            desc=config.env_id.replace("NoFrameskip-v4", ""),
-        )
-        window: list[dict[str, float]] = []
+        metrics = MetricsLog(out_dir / "metrics.csv", METRIC_COLUMNS, start_step if ckpt else None)
+        bar = tqdm(total=config.num_updates * config.batch_size, initial=start_step, unit="step",
+                   unit_scale=True, dynamic_ncols=True, disable=not run.progress,
+                   desc=config.env_id.replace("NoFrameskip-v4", ""))  # fmt: skip
+        window: list[dict[str, float]] = []  # the stats of the updates since the last row
         t_start = t_log = time.perf_counter()
-        step_log = start_step
-        update = start_update
+        step_log, update = start_step, start_update
         try:
             while update < config.num_updates and not stop.requested:
+                # ----- learning rate: lr0 * (1 - update / num_updates), linear decay to 0
                 lr = config.lr_at(update)
                 for group in optimizer.param_groups:
                     group["lr"] = lr
+                # ----- rollout: T steps of N envs, value targets, merged into B = T*N rows
                 trajectory = runner.get_next()
-                window.append(a2c.step(trajectory))
+                # ----- update: one clipped RMSprop step on
+                #       policy_loss + value_loss_coef * value_loss - entropy_coef * entropy
+                stats = a2c.step(trajectory)
+                window.append({**stats, **critic_stats(trajectory)})
                 update += 1
                 bar.update(config.batch_size)
+
+                # ----- logging: means over the interval; a stop logs its partial interval too
                 done = update == config.num_updates
-                # A stop logs the partial interval too: its row is the checkpoint's last one.
                 if update % config.log_every_updates == 0 or done or stop.requested:
                     now, step = time.perf_counter(), runner.step_var
                     means = {k: float(np.nanmean([w[k] for w in window])) for k in STAT_KEYS}
-                    score = runner.episode_stats.mean_recent(100)
-                    row = {"step": step, "update": update, "lr": lr, **means}
-                    row["mean_raw_score_100"] = score
-                    row["games"] = len(runner.episode_stats)
-                    row["steps_per_s"] = (step - step_log) / max(now - t_log, 1e-9)
-                    writer.writerow(row)
-                    metrics_file.flush()
+                    games = runner.episode_stats
+                    metrics.write({"step": step, "update": update, "lr": lr, **means,
+                                   "mean_raw_score_100": games.mean_recent(100), "games": len(games),
+                                   "steps_per_s": (step - step_log) / max(now - t_log, 1e-9)})  # fmt: skip
                     dashboard.log(step, lr=lr, **means)
                     dashboard.update()
-                    bar.set_postfix(score100=f"{score:.1f}", games=row["games"], refresh=False)
+                    bar.set_postfix(score100=f"{games.mean_recent(100):.1f}", games=len(games),
+                                    refresh=False)  # fmt: skip
                     window, t_log, step_log = [], now, step
                 if update % config.checkpoint_every_updates == 0 or done or stop.requested:
-                    checkpoint(update)
+                    save(update)
             if stop.requested and update == start_update:
-                checkpoint(update)  # stopped during the set-up: the checkpoint marks the run
+                save(update)  # stopped during the set-up: the checkpoint marks the run
         finally:
             bar.close()
-            metrics_file.close()
+            metrics.close()
             env.close()
         elapsed = time.perf_counter() - t_start
-        steps_done = runner.step_var - start_step
         dashboard.save(out_dir / "training.png")
         dashboard.save_metrics(out_dir / "dashboard.json")
+
+    steps_done = runner.step_var - start_step
     result = TrainResult(
         out_dir=out_dir,
         steps=runner.step_var,
         mean_raw_score_100=runner.episode_stats.mean_recent(100),
-        eval_score=None,
         steps_per_s=steps_done / elapsed if elapsed > 0 and steps_done > 0 else math.nan,
-        checkpoint=ckpt_path,
-        video=None,
         games=len(runner.episode_stats),
         # A signal that comes after the last update stops nothing: the run is complete.
         stopped_by=stop.signal_name if update < config.num_updates else None,
     )
-    if result.stopped_by:
-        return result
-    summary = {
-        "config": config.to_dict(),
-        "steps": result.steps,
-        "games": len(runner.episode_stats),
-        "mean_raw_score_100": result.mean_raw_score_100,
-        "eval": None,
-        "steps_per_s_this_session": result.steps_per_s,
-    }
-    _write_summary(out_dir, summary)  # the run is complete even if the evaluation is cut short
-    if stop.requested:  # the signal came during the last update: stop before the evaluation
-        print(f"{stop.signal_name}: training was complete; evaluation and video skipped.",
-              file=sys.stderr)  # fmt: skip
-        return result
-    model.eval()
-    try:
-        if eval_games > 0:
-            from .evaluate import described_evaluation
-
-            seed = config.seed + 1_000_000  # games the training never played
-            result.evaluation = described_evaluation(policy, config.env_id, eval_games, seed)
-            result.eval_score = result.evaluation["score"]
-            summary["eval"] = result.evaluation
-            _write_summary(out_dir, summary)
-        if video_frames > 0:
-            from course_lib.video import record_video
-
-            result.video = record_video(
-                config.env_id, policy, out_dir / "video.mp4", max_frames=video_frames,
-                seed=config.seed,
-            ).path  # fmt: skip
-    except KeyboardInterrupt:
-        print("Interrupted after training: the checkpoint and summary.json are complete; "
-              "evaluation or video skipped.", file=sys.stderr)  # fmt: skip
+    if not result.stopped_by:
+        _finish(config, run, policy, result, late_signal=stop.signal_name)
     return result
 
 
-def _write_summary(out_dir: Path, summary: dict[str, Any]) -> None:
-    text = json.dumps(summary, indent=2).replace("NaN", "null")
-    (out_dir / "summary.json").write_text(text)
+def _finish(
+    config: A2CConfig, run: RunOptions, policy: Policy, result: TrainResult, late_signal: str | None
+) -> None:
+    """summary.json, then the evaluation on new games and the video (skipped after a signal)."""
+    summary = {"config": config.to_dict(), "steps": result.steps, "games": result.games,
+               "mean_raw_score_100": result.mean_raw_score_100, "eval": None,
+               "steps_per_s_this_session": result.steps_per_s}  # fmt: skip
+    path = result.out_dir / "summary.json"
+    path.write_text(json.dumps(summary, indent=2).replace("NaN", "null"))  # the run is complete
+    if late_signal:  # the signal came during the last update: stop before the evaluation
+        print(f"{late_signal}: training was complete; evaluation and video skipped.",
+              file=sys.stderr)  # fmt: skip
+        return
+    policy.model.eval()
+    try:
+        if run.eval_games > 0:
+            seed = config.seed + 1_000_000  # games the training never played
+            result.evaluation = described_evaluation(policy, config.env_id, run.eval_games, seed)
+            summary["eval"] = result.evaluation
+            path.write_text(json.dumps(summary, indent=2).replace("NaN", "null"))
+        if run.video_frames > 0:
+            from course_lib.video import record_video
 
-
-def describe_scores(result: TrainResult) -> str:
-    """The end-of-run lines that say what each score measures and why they can differ."""
-    eval_info = result.evaluation
-    recent = min(100, result.games)
-    lines = [
-        f"training score: {result.mean_raw_score_100:.1f} = mean raw score of the last {recent} "
-        "full games played during training (sampled actions; the policy kept changing while "
-        "they were played)"
-    ]
-    if eval_info is not None:
-        lines.append(
-            f"evaluation score: {eval_info['score']:.1f} (std {eval_info['std']:.1f}) = mean raw "
-            f"score of {eval_info['games']} new full games of {eval_info['game']} played by the "
-            f"final policy, actions {eval_info['actions']}. It can differ from the training "
-            f"score: it measures the final policy only, on other games, and {eval_info['games']} "
-            "games are a small sample (standard error about std / sqrt(games))."
-        )
-    return "\n".join(lines)
-
-
-# ----- command line ---------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``python -m solutions.train``."""
-    p = argparse.ArgumentParser(
-        prog="python -m solutions.train",
-        usage="python -m solutions.train [--env ENV_ID] [--steps N] [--out DIR] [--resume] [options]",
-        description="Train the reference A2C on an Atari game (course hyperparameters by default).",
-    )
-    add_config_arguments(p)
-    p.add_argument("--out", default="runs/a2c", help="output folder (default runs/a2c)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out")
-    p.add_argument(
-        "--eval-games",
-        type=non_negative_int,
-        default=10,
-        help="final evaluation games (default 10)",
-    )
-    p.add_argument(
-        "--video-frames",
-        type=non_negative_int,
-        default=4500,
-        help="cap on video frames, 0: no video (default 4500)",
-    )
-    p.add_argument("--threads", type=positive_int, help="torch CPU threads (default: all cores)")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    return p
-
-
-def _resume_extra(args: argparse.Namespace) -> list[str]:
-    """The options of ``args`` that the checkpoint does not keep, to repeat on resume."""
-    extra = []
-    if args.eval_games != 10:
-        extra += ["--eval-games", str(args.eval_games)]
-    if args.video_frames != 4500:
-        extra += ["--video-frames", str(args.video_frames)]
-    if args.threads is not None:
-        extra += ["--threads", str(args.threads)]
-    if args.no_progress:
-        extra.append("--no-progress")
-    return extra
+            video = record_video(config.env_id, policy, result.out_dir / "video.mp4",
+                                 max_frames=run.video_frames, seed=config.seed)  # fmt: skip
+            result.video = video.path
+    except KeyboardInterrupt:
+        print("Interrupted after training: the checkpoint and summary.json are complete; "
+              "evaluation or video skipped.", file=sys.stderr)  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -423,44 +329,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     flush_denormals()  # before torch starts its threads, so that they all inherit it
     parser = build_parser()
     args = parser.parse_args(argv)
-    out = Path(args.out)
     try:
-        ckpt = open_run_folder(out, args.resume)
+        run = run_options(args)
+        ckpt = open_run_folder(Path(run.out), run.resume)  # the one read of the checkpoint
         config = config_from_args(args, ckpt["config"] if ckpt else None)
         if ckpt:
             check_budget(ckpt, config.num_updates, config.total_steps)
         from course_lib.atari_ids import resolve_env_id
 
-        resolve_env_id(config.env_id)  # an unknown game fails now, not after the setup
+        resolve_env_id(config.env_id)  # an unknown game fails now, not after the set-up
         resolve_device(config.device)
     except BudgetReached as reached:
-        print(f"{out}: {reached}", file=sys.stderr)
+        print(f"{args.out}: {reached}", file=sys.stderr)
         return 0
     except (ValueError, TypeError, FileNotFoundError, FileExistsError) as error:
         parser.error(str(error))
-    del ckpt  # train() reads it again, onto the chosen device
-    if args.threads is not None:
-        set_torch_threads(args.threads)
-    result = train(
-        config,
-        out,
-        resume=args.resume,
-        eval_games=args.eval_games,
-        video_frames=args.video_frames,
-        progress=not args.no_progress,
-    )
+    if run.threads is not None:
+        set_torch_threads(run.threads)
+    result = train(config, run, ckpt)
     if result.stopped_by:
-        print(
-            f"stopped by {result.stopped_by} at {result.steps:,} of {config.total_steps:,} agent "
-            f"steps; checkpoint saved. Resume with:\n  {resume_command(out, _resume_extra(args))}",
-            file=sys.stderr,
-        )
+        command = resume_command(run.out, run_options_argv(run))
+        print(f"stopped by {result.stopped_by} at {result.steps:,} of {config.total_steps:,} "
+              f"agent steps; checkpoint saved. Resume with:\n  {command}", file=sys.stderr)  # fmt: skip
         return 128 + int(getattr(signal, result.stopped_by))
-    print(
-        f"done: {result.steps:,} agent steps ({result.steps_per_s:.0f} steps/s this session); "
-        f"files in {result.out_dir}\n{describe_scores(result)}",
-        file=sys.stderr,
-    )
+    print(f"done: {result.steps:,} agent steps ({result.steps_per_s:.0f} steps/s this session); "
+          f"files in {result.out_dir}\n{describe_scores(result)}", file=sys.stderr)  # fmt: skip
     return 0
 
 

@@ -293,7 +293,7 @@ def test_require_implemented_fails_only_on_stubs(capsys):
 
 
 def test_log_softmax_helper_agrees_with_the_hand_numbers():
-    """Are the hand-computed A2C numbers in checks.py right (a guard on the fixture itself)?"""
+    """Are the hand-computed A2C numbers of course_lib/checks/_a2c.py right (a guard on the fixture itself)?"""
     logits = torch.zeros(4, 2)
     log_pi = F.log_softmax(logits, -1)[torch.arange(4), torch.tensor([0, 1, 1, 0])]
     adv = torch.tensor([2.0, 2.0, 0.0, 1.0]) - torch.tensor([1.0, 2.0, 0.5, 0.0])

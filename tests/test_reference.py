@@ -18,9 +18,9 @@ import torch.nn.functional as F
 from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
 
+from solutions.parts import PARTS
 from solutions.reference import (
     A2C,
-    PART_KEYS,
     ComputeGAE,
     ComputeValueTargets,
     MergeTimeBatch,
@@ -330,11 +330,24 @@ def test_a2c_step_matches_hand_computed_losses_and_sgd_update(max_grad_norm):
     np.testing.assert_allclose(
         model.table_values.detach().numpy(), values - lr * scale * g_values, rtol=1e-4
     )
-    adv = targets - values
-    assert stats["advantage_mean"] == pytest.approx(adv.mean(), rel=1e-5)
-    assert stats["advantage_std"] == pytest.approx(adv.std(), rel=1e-5)
+    assert set(stats) == {"loss", "policy_loss", "value_loss", "entropy", "grad_norm"}
+
+
+def test_critic_stats_of_the_training_loop_match_numpy():
+    """Are the explained variance and the advantage mean/std that solutions.train logs
+    1 - Var(v - V) / Var(v) and the moments of v - V on the merged batch?"""
+    from solutions.train import critic_stats
+
+    rng = np.random.default_rng(10)
+    values, targets = rng.normal(size=6), rng.normal(size=6)
+    model = TableModel(rng.normal(size=(6, 3)), values)
+    stats = critic_stats(a2c_batch(model, rng.integers(0, 3, size=6), targets))
     ev = 1 - np.var(targets - values) / np.var(targets)
     assert stats["explained_variance"] == pytest.approx(ev, rel=1e-5)
+    assert stats["advantage_mean"] == pytest.approx((targets - values).mean(), rel=1e-5)
+    assert stats["advantage_std"] == pytest.approx((targets - values).std(), rel=1e-5)
+    flat = critic_stats({"values": torch.zeros(4), "value_targets": torch.ones(4)})
+    assert np.isnan(flat["explained_variance"])  # targets that do not vary explain nothing
 
 
 def test_a2c_policy_loss_does_not_train_the_critic():
@@ -392,7 +405,7 @@ def test_a2c_rejects_bad_coefficients(kwargs):
 def test_part_regions_are_well_formed():
     """Does every part key have exactly one region with BEGIN/END SOLUTION markers inside?"""
     source = Path(__file__).resolve().parents[1].joinpath("solutions", "reference.py").read_text()
-    for key in ("imports", *PART_KEYS):
+    for key in ("imports", *PARTS):
         starts = re.findall(rf"^# %% \[part: {key}\]$", source, flags=re.M)
         ends = re.findall(rf"^# %% \[end part: {key}\]$", source, flags=re.M)
         assert len(starts) == 1 and len(ends) == 1, key

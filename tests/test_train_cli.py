@@ -72,12 +72,40 @@ def test_config_round_trips_and_rejects_unknown_keys():
 def test_step_budget_option_accepts_scientific_notation_and_rejects_fractions():
     import argparse
 
-    from solutions.config import positive_int
+    from solutions.cli import integer
 
+    positive_int = integer(1)
     assert positive_int("1e6") == 1_000_000 and positive_int("40") == 40
     for bad in ("0", "-3", "1.5", "2.5e0", "ten"):
         with pytest.raises(argparse.ArgumentTypeError, match="positive integer"):
             positive_int(bad)
+
+
+def test_cli_has_one_option_per_config_field_with_the_field_default():
+    """Is every A2CConfig and RunOptions field an option, parsed to the field's own default?"""
+    import dataclasses
+
+    from solutions.cli import build_parser, config_from_args, run_options, run_options_argv
+    from solutions.config import RunOptions
+
+    parser = build_parser()
+    args = parser.parse_args([])
+    assert config_from_args(args) == A2CConfig() and run_options(args) == RunOptions()
+    helps = parser.format_help()
+    for field in dataclasses.fields(A2CConfig):
+        assert getattr(args, field.name) is None  # "not given": a resume keeps the checkpoint's
+        flag = "--" + field.metadata.get("option", field.name).replace("_", "-")
+        assert flag in helps, flag
+    args = parser.parse_args(["--env", "BreakoutNoFrameskip-v4", "--steps", "2e5", "--gamma",
+                              "0.9", "--no-progress", "--eval-games", "0"])  # fmt: skip
+    config, run = config_from_args(args), run_options(args)
+    assert (config.env_id, config.total_steps, config.gamma) == (
+        "BreakoutNoFrameskip-v4",
+        200_000,
+        0.9,
+    )
+    assert run_options_argv(run) == ["--eval-games", "0", "--no-progress"]
+    assert run_options(parser.parse_args(run_options_argv(run))) == run
 
 
 # ----- runtime --------------------------------------------------------------------------------

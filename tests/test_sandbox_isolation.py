@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -190,9 +191,12 @@ def test_a_non_editable_install_does_not_show_the_reference(tmp_path: Path) -> N
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True, capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
+    source = tmp_path / "kit"  # a copy: building writes build/ into the folder it builds
+    ignore = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", "runs")
+    shutil.copytree(ROOT, source, ignore=ignore)
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--target", site_dir, str(ROOT)],
+         "--target", site_dir, str(source)],
         check=True, timeout=300,
     )  # fmt: skip
     # the dependencies (torch, nbgrader...) from this environment, as a plain path entry

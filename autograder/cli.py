@@ -5,6 +5,7 @@ Commands::
     python -m autograder grade PATH.ipynb [--json] [--timeout S] [--student ID] [--source NB]
     python -m autograder grade-all DIR_OR_ZIP ... [--out DIR] [--jobs N] [--timeout S]
                                    [--no-feedback] [--no-histogram] [--source NB] [--course DIR]
+                                   [--scheduler tcp://HOST:PORT]
 
 ``grade`` prints a table per part, or with ``--json`` exactly one JSON object on stdout::
 
@@ -15,9 +16,11 @@ Commands::
 ``unreadable: ...``); ``sandboxed`` is false when bubblewrap could not start (read the note).
 
 ``grade-all`` writes ``grades.csv``, ``feedback/<student>.html``, ``summary.txt`` and
-``scores.png`` into ``--out`` (default ``grading-output``) and prints the summary.
+``scores.png`` into ``--out`` (default ``grading-output``) and prints the summary. With
+``--scheduler`` (or ``A2C_DASK_SCHEDULER``) the submissions are graded on that Dask cluster and
+recorded here (:mod:`autograder.cluster`; ``pip install -e '.[cluster]'``).
 Exit status: 0 when every submission was graded, 1 when some could not be (listed on stderr),
-2 for a usage error.
+2 for a usage error; 1 also when the scheduler cannot be reached or a worker cannot grade.
 """
 
 from __future__ import annotations
@@ -82,6 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="also record every graded notebook and score in this nbgrader course directory "
         "(made on first use), for formgrader (part 8), generate_feedback and export",
     )
+    many.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="grade on this Dask distributed cluster (e.g. tcp://10.0.0.5:8786; default: "
+        "$A2C_DASK_SCHEDULER, else this machine); needs pip install -e '.[cluster]'",
+    )
     common(many)
     return parser
 
@@ -110,6 +120,7 @@ def _grade(args: argparse.Namespace) -> int:
 def _grade_all(args: argparse.Namespace) -> int:
     import tempfile
 
+    from .cluster import ClusterError, connect, scheduler_address
     from .collect import collect
     from .pipeline import Grader, grade_many
     from .report import summary_table
@@ -121,18 +132,31 @@ def _grade_all(args: argparse.Namespace) -> int:
         if not submissions:
             print("error: no notebook to grade in the inputs", file=sys.stderr)
             return 1
-        with Grader(
-            args.source, timeout=args.timeout, isolate=not args.no_sandbox, course=args.course
-        ) as grader:
-            results = grade_many(
-                grader,
-                submissions,
-                args.out,
-                problems=problems,
-                jobs=args.jobs,
-                histogram=not args.no_histogram,
-                feedback=not args.no_feedback,
-            )
+        address, client = scheduler_address(args.scheduler), None
+        try:
+            if address:  # reached before the grader is built: a wrong address fails fast
+                client = connect(address)
+                if args.jobs is not None:
+                    print("warning: --jobs is ignored with a scheduler", file=sys.stderr)
+            with Grader(
+                args.source, timeout=args.timeout, isolate=not args.no_sandbox, course=args.course
+            ) as grader:
+                results = grade_many(
+                    grader,
+                    submissions,
+                    args.out,
+                    problems=problems,
+                    jobs=args.jobs,
+                    histogram=not args.no_histogram,
+                    feedback=not args.no_feedback,
+                    scheduler=client,
+                )
+        except ClusterError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        finally:
+            if client is not None:
+                client.close()
     print(summary_table(results))
     print(f"\ngrades: {args.out / 'grades.csv'}")
     failed = [result for result in results if result.status != "graded"]

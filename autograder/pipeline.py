@@ -490,29 +490,18 @@ def _ignored(folder: str, names: list[str]) -> set[str]:
     return {name for name in names if name == "__pycache__" or name.endswith(".pyc")}
 
 
-def grade_many(
+def _grade_locally(
     grader: Grader,
     submissions: Sequence[Submission],
-    out: Path,
-    problems: Sequence[Problem] = (),
-    jobs: int | None = None,
-    progress: bool = True,
-    histogram: bool = True,
-    feedback: bool = True,
+    feedback_dir: Path | None,
+    jobs: int | None,
+    progress: bool,
 ) -> list[GradeResult]:
-    """Grade ``submissions`` with ``jobs`` parallel nbgrader runs and write the reports to ``out``.
-
-    Files in ``problems`` (unreadable, duplicates...) get a row in the CSV with their reason.
-    A submission whose grading failed or ran out of time is graded a second time, alone, after
-    the others (see the comment in the code).
-    """
+    """``grader.grade`` on each submission in ``jobs`` threads; failures again, alone."""
     from tqdm.auto import tqdm
 
     jobs = check_jobs(jobs)
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    feedback_dir = out / "feedback" if feedback else None
     results: list[GradeResult] = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [
@@ -534,6 +523,37 @@ def grade_many(
             again = grader.grade(sub.path, sub.student, feedback_dir, os.cpu_count() or 1)
             again.notes.append(f"graded again alone (first try: {first.status})")
             results[index] = again
+    return results
+
+
+def grade_many(
+    grader: Grader,
+    submissions: Sequence[Submission],
+    out: Path,
+    problems: Sequence[Problem] = (),
+    jobs: int | None = None,
+    progress: bool = True,
+    histogram: bool = True,
+    feedback: bool = True,
+    scheduler: Any = None,
+) -> list[GradeResult]:
+    """Grade ``submissions`` with ``jobs`` parallel nbgrader runs and write the reports to ``out``.
+
+    Files in ``problems`` (unreadable, duplicates...) get a row in the CSV with their reason.
+    A submission whose grading failed or ran out of time is graded a second time, alone, after
+    the others (see the comment in the code). With ``scheduler`` (a Dask scheduler's address or
+    a ``distributed.Client``), the assess steps run on that cluster instead of ``jobs`` local
+    threads (:func:`autograder.cluster.grade_on_cluster`); recording stays here.
+    """
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    feedback_dir = out / "feedback" if feedback else None
+    if scheduler is not None:
+        from .cluster import grade_on_cluster
+
+        results = grade_on_cluster(grader, submissions, scheduler, feedback_dir, progress)
+    else:
+        results = _grade_locally(grader, submissions, feedback_dir, jobs, progress)
     for problem in problems:
         if "duplicate" in problem.reason:
             continue  # the student's other file was graded

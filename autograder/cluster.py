@@ -30,14 +30,16 @@ Faults:
 * A task raises only when its worker cannot grade at all (:class:`WorkerRefused`, the instructor
   package missing...): ``retries=0``, and the class stops with that error (a worker that fails
   fast would otherwise take every task). What finished is recorded; the rest are ``not graded``.
-* Ctrl-C cancels the tasks on the cluster, records what finished and returns; the submissions
-  left are ``not graded: interrupted ...``.
+* Ctrl-C cancels the tasks on the cluster (a worker finishes the notebook it is running and
+  drops the result), records what finished and returns; the submissions left are
+  ``not graded: interrupted ...``.
 * Each student has one future and one result: a retried task never gives two rows.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -257,7 +259,7 @@ class _ClassOnCluster:
             assessment.result.source = str(sub.path)
             return assessment
         if future.status == "cancelled":
-            self.stopped = "the cluster cancelled its task (scheduler restarted or lost)"
+            self.stopped = "grading stopped: the cluster cancelled the tasks (scheduler restarted?)"
             return _not_graded(sub, self.stopped)
         error = future.exception()
         if isinstance(error, KilledWorker):
@@ -267,9 +269,9 @@ class _ClassOnCluster:
                 f"its grading killed {ALLOWED_FAILURES + 1} workers (KilledWorker, last on "
                 f"{last}); it may exhaust a worker's memory: grade it alone to see why",
             )
-        self.stopped = f"{type(error).__name__}: {error}"
-        print(f"error: a worker cannot grade: {self.stopped}", file=sys.stderr)
-        return _not_graded(sub, f"grading stopped ({self.stopped})")
+        print(f"error: a worker cannot grade: {type(error).__name__}: {error}", file=sys.stderr)
+        self.stopped = f"grading stopped ({type(error).__name__}: {error})"
+        return _not_graded(sub, self.stopped)
 
     def run(self, subs: Sequence[Submission], desc: str) -> dict[Submission, GradeResult]:
         from tqdm.auto import tqdm
@@ -334,9 +336,13 @@ class _ClassOnCluster:
         except KeyboardInterrupt:
             self.stopped = "interrupted (Ctrl-C) before its grading finished"
             print("\ninterrupted: cancelling the tasks, recording what was graded", file=sys.stderr)
+        except (OSError, TimeoutError) as error:  # distributed's CommClosedError is an OSError
+            self.stopped = f"grading stopped: the scheduler was lost ({type(error).__name__})"
+            print(f"\nerror: {self.stopped}: {error}", file=sys.stderr)
         finally:
             if running:
-                self.client.cancel(list(running))
+                with contextlib.suppress(OSError, TimeoutError):
+                    self.client.cancel(list(running))
             recorder.shutdown(wait=True)
             bar.close()
         for sub, future in recorded.items():

@@ -238,7 +238,7 @@ def test_a_worker_without_bubblewrap_refuses_unless_no_sandbox(tmp_path):
         assert "cannot start the sandbox" in refused.stderr and "bubblewrap" in refused.stderr
         assert "worker tcp://127.0.0.1:" in refused.stderr
         (row,) = _rows(tmp_path / "out")
-        assert row["status"].startswith("not graded: grading stopped"), row
+        assert row["status"].startswith("not graded: grading stopped (WorkerRefused"), row
         assert row["total"] == ""
 
         argv = ("out2", "--no-feedback", "--no-sandbox", "--scheduler", broken.address)

@@ -207,9 +207,9 @@ def assess_task(data: bytes, student: str, name: str, settings: dict[str, Any]) 
 
     worker = get_worker()
     grader = _worker_grader(settings, f"worker {worker.address} on {socket.gethostname()}")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    threads = max(1, (cores or 1) // max(1, worker.state.nthreads))
-    plain = grader.assess(data, student, name, threads).to_plain()
+    # One thread a notebook, Dask's own convention (its nannies set OMP_NUM_THREADS=1): a worker
+    # cannot see the other workers on its machine, and the cluster's threads are its cores.
+    plain = grader.assess(data, student, name, threads=1).to_plain()
     plain["worker"] = worker.address
     return plain
 

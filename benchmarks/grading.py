@@ -20,8 +20,9 @@ nbgrader's gradebook and feedback):
 3. **a Dask cluster** (``--cluster-workers N``, needs ``distributed``): the same copies through
    ``grade_many(..., scheduler=...)`` on a local cluster of N single-thread worker processes on
    this machine (warmed up first: each worker builds its grader once), side by side with the
-   pool, the ratio of their speeds, and the CPU-seconds a notebook costs on the machine
-   (busy time / notebooks) with what a 1,000-submission class costs in core-hours.
+   pool, the ratio of their speeds, and the core-seconds a notebook holds a grading slot
+   (wall time x slots / notebooks: what a cluster bills) with what a 1,000-submission class
+   costs in core-hours.
 
 Timings are noisy on a shared machine: run it on a quiet one for numbers you report.
 """
@@ -60,6 +61,8 @@ def _busy_and_total() -> tuple[float, float]:
 def _grade_folder(
     grader: Grader, subs: list[Submission], out: Path, jobs: int, scheduler: object = None
 ) -> dict:
+    """Wall time, graded count, machine CPU use, and ``core_s``: the seconds a notebook holds
+    one of the ``jobs`` grading slots (one core each), i.e. what a cluster bills."""
     (busy, total), start = _busy_and_total(), time.perf_counter()
     results = grade_many(
         grader, subs, out, jobs=jobs, histogram=False, feedback=False, scheduler=scheduler
@@ -68,8 +71,12 @@ def _grade_folder(
     busy_after, total_after = _busy_and_total()
     graded = sum(result.status == "graded" for result in results)
     utilisation = (busy_after - busy) / max(total_after - total, 1e-9)
-    core_seconds = utilisation * wall * (os.cpu_count() or 1) / len(subs)
-    return {"wall": wall, "graded": graded, "utilisation": utilisation, "core_s": core_seconds}
+    return {
+        "wall": wall,
+        "graded": graded,
+        "utilisation": utilisation,
+        "core_s": wall * jobs / len(subs),
+    }
 
 
 def _on_cluster(grader: Grader, subs: list[Submission], out: Path, workers: int) -> dict:
@@ -166,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
             )
         print(
             f"cluster / pool speed: {runs[jobs]['wall'] / cluster['wall']:.2f}x; a 1,000-submission "
-            f"class: {1000 * cluster['core_s'] / 3600:.1f} core-hours of CPU on the cluster "
+            f"class: {1000 * cluster['core_s'] / 3600:.1f} core-hours on the cluster "
             f"({1000 * runs[jobs]['core_s'] / 3600:.1f} with the pool)"
         )
 

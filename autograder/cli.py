@@ -138,9 +138,13 @@ def _grade_all(args: argparse.Namespace) -> int:
                 client = connect(address)
                 if args.jobs is not None:
                     print("warning: --jobs is ignored with a scheduler", file=sys.stderr)
+            # On a cluster this machine only records: the workers need bubblewrap, it does not.
+            isolate = not args.no_sandbox
+            sandbox_here = isolate and client is None
             with Grader(
-                args.source, timeout=args.timeout, isolate=not args.no_sandbox, course=args.course
+                args.source, timeout=args.timeout, isolate=sandbox_here, course=args.course
             ) as grader:
+                grader.isolate = isolate  # what the workers do
                 results = grade_many(
                     grader,
                     submissions,

@@ -81,7 +81,7 @@ SCHEDULER_VARIABLE = "A2C_DASK_SCHEDULER"  #: the scheduler's address when --sch
 CONNECT_SECONDS = 10.0  #: how long to try reaching the scheduler
 #: Worker deaths a task may survive: one retry, and a second death reports it ``not graded``.
 ALLOWED_FAILURES = 1
-POLL_SECONDS = 0.25
+POLL_SECONDS = 1.0  #: the longest wait between looks at the cluster (a result wakes it)
 NO_WORKER_NOTICE_SECONDS = 30.0
 _PACKAGES = ("autograder", "solutions", "course_lib")
 
@@ -282,6 +282,7 @@ class _ClassOnCluster:
         bar = tqdm(total=len(subs), desc=desc, unit="nb", disable=not self.progress)
         started, noticed, shown = time.monotonic(), False, ""
         recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2c-record")
+        wake = threading.Event()  # set by each finished task: its worker gets the next at once
         try:
             while (todo or running) and self.stopped is None:
                 workers, threads, busy = self._workers()
@@ -320,8 +321,10 @@ class _ClassOnCluster:
                         pure=False,
                         retries=0,
                     )
+                    future.add_done_callback(lambda _: wake.set())
                     running[future] = sub
-                time.sleep(POLL_SECONDS)
+                wake.wait(POLL_SECONDS)
+                wake.clear()
                 for future in [f for f in running if f.done()]:
                     sub = running.pop(future)
                     outcome = self._finished(future, sub)

@@ -34,6 +34,7 @@ NO_POLICY = {**FULL, "policy": 0}
 BROKEN_ACT = (
     "def _broken_act(self, inputs):\n    raise RuntimeError('bug')\nPolicy.act = _broken_act"
 )
+SLEEP = "import time as _time\n_time.sleep(8)"
 ENV = {**os.environ, "A2C_GRADER_TIME_SCALE": "3"}  # a loaded 2-core machine
 
 
@@ -146,13 +147,15 @@ def _scores(row: dict[str, str]) -> dict[str, float]:
 
 
 def _class(inbox: Path, names: dict[str, str]) -> None:
-    """Write one notebook per student: ``"reference"``, ``"release"`` or ``"no_policy"``."""
+    """Write one notebook per student: ``"reference"``, ``"release"``, ``"no_policy"`` or
+    ``"slow"`` (the reference, whose model cell sleeps 8 s: a kill lands mid-grading)."""
     inbox.mkdir(parents=True)
     for student, kind in names.items():
         if kind == "release":
             shutil.copyfile(RELEASE, inbox / f"{student}.ipynb")
         else:
-            nb = course_submission(append={"policy": BROKEN_ACT} if kind == "no_policy" else None)
+            append = {"no_policy": {"policy": BROKEN_ACT}, "slow": {"model": SLEEP}}
+            nb = course_submission(append=append.get(kind))
             nbformat.write(nb, inbox / f"{student}.ipynb")
 
 
@@ -198,7 +201,7 @@ def _alone_on(client, student: str, timeout: float = 240) -> str:
 def test_a_killed_worker_costs_a_retry_never_a_student(cluster, tmp_path):
     """SIGKILL the worker grading b, twice, then the one grading c, once: b is `not graded`
     (KilledWorker), c is graded on another worker, and every student has exactly one row."""
-    names = {"a": "release", "b": "reference", "c": "reference", "d": "no_policy"}
+    names = {"a": "release", "b": "slow", "c": "slow", "d": "no_policy"}
     expected = {"a": ZERO, "c": FULL, "d": NO_POLICY}
     _class(tmp_path / "inbox", names)
     cluster.client.wait_for_workers(2, timeout=180)

@@ -5,7 +5,7 @@ Commands::
     python -m autograder grade PATH.ipynb [--json] [--timeout S] [--student ID] [--source NB]
     python -m autograder grade-all DIR_OR_ZIP ... [--out DIR] [--jobs N] [--timeout S]
                                    [--no-feedback] [--no-histogram] [--source NB]
-                                   [--course DIR [--allow-git]]
+                                   [--course DIR [--allow-git]] [--scheduler tcp://HOST:PORT]
     python -m autograder export --course DIR [--out DIR] [--no-feedback]
 
 ``grade`` prints a table per part, or with ``--json`` exactly one JSON object on stdout::
@@ -19,13 +19,16 @@ Commands::
 ``grade-all`` writes ``grades.csv`` (merged by student with what ``--out`` holds already),
 ``feedback/<student>.html``, ``summary.txt``, ``scores.png`` and ``received/`` (every file as
 submitted) into ``--out`` (default ``grading-output``), prints what changed in ``grades.csv``
-and the class's summary (:mod:`autograder.outputs`).
+and the class's summary (:mod:`autograder.outputs`). With ``--scheduler`` (or
+``A2C_DASK_SCHEDULER``) the submissions are graded on that Dask cluster and recorded here
+(:mod:`autograder.cluster`; ``pip install -e '.[cluster]'``).
 
 ``export`` reads part 8 (graded by hand in formgrader) from the course's gradebook into
 ``grades.csv`` and makes every student's final feedback (``feedback/<student>.html``).
 
 Exit status: 0 when every submission was graded, 1 when some could not be (listed on stderr),
-2 for a usage error. Text that came from a submission is printed without control characters.
+2 for a usage error; 1 also when the scheduler cannot be reached or a worker cannot grade.
+Text that came from a submission is printed without control characters.
 """
 
 from __future__ import annotations
@@ -99,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let --course be inside a (private) git work tree; refused without it",
     )
+    many.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="grade on this Dask distributed cluster (e.g. tcp://10.0.0.5:8786; default: "
+        "$A2C_DASK_SCHEDULER, else this machine); needs pip install -e '.[cluster]'",
+    )
     common(many)
 
     final = commands.add_parser(
@@ -135,6 +145,7 @@ def _grade(args: argparse.Namespace) -> int:
 def _grade_all(args: argparse.Namespace) -> int:
     import tempfile
 
+    from .cluster import ClusterError, connect, scheduler_address
     from .collect import collect
     from .folders import check_course_dir
     from .outputs import read_rows
@@ -151,18 +162,35 @@ def _grade_all(args: argparse.Namespace) -> int:
         if not submissions:
             print("error: no notebook to grade in the inputs", file=sys.stderr)
             return 1
-        with Grader(
-            args.source, timeout=args.timeout, isolate=not args.no_sandbox, course=args.course
-        ) as grader:
-            results = grade_many(
-                grader,
-                submissions,
-                args.out,
-                problems=problems,
-                jobs=args.jobs,
-                histogram=not args.no_histogram,
-                feedback=not args.no_feedback,
-            )
+        address, client = scheduler_address(args.scheduler), None
+        try:
+            if address:  # reached before the grader is built: a wrong address fails fast
+                client = connect(address)
+                if args.jobs is not None:
+                    print("warning: --jobs is ignored with a scheduler", file=sys.stderr)
+            # On a cluster this machine only records: the workers need bubblewrap, it does not.
+            isolate = not args.no_sandbox
+            sandbox_here = isolate and client is None
+            with Grader(
+                args.source, timeout=args.timeout, isolate=sandbox_here, course=args.course
+            ) as grader:
+                grader.isolate = isolate  # what the workers do
+                results = grade_many(
+                    grader,
+                    submissions,
+                    args.out,
+                    problems=problems,
+                    jobs=args.jobs,
+                    histogram=not args.no_histogram,
+                    feedback=not args.no_feedback,
+                    scheduler=client,
+                )
+        except ClusterError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        finally:
+            if client is not None:
+                client.close()
     changes = (args.out / "changes.txt").read_text(encoding="utf-8")
     print(printable(f"grades.csv, what changed:\n{changes}"))
     print(printable((args.out / "summary.txt").read_text(encoding="utf-8")))

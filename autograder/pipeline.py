@@ -499,53 +499,60 @@ def _ignored(folder: str, names: list[str]) -> set[str]:
     return {name for name in names if name == "__pycache__" or name.endswith(".pyc")}
 
 
-def grade_many(
+def _outcome(future: Any, sub: Submission) -> GradeResult:
+    """The result of one local grading future; never raises (one submission, one row)."""
+    if future.cancelled():
+        return GradeResult(
+            sub.student,
+            status="not graded: interrupted (Ctrl-C) before this notebook was graded",
+            sandboxed=False,
+            source=str(sub.path),
+        )
+    try:
+        return future.result()
+    except Exception as error:  # noqa: BLE001 - one submission never stops the class
+        return GradeResult(
+            sub.student,
+            status=f"error: the grader failed on this submission ({type(error).__name__})",
+            notes=[str(error)[:500]],
+            source=str(sub.path),
+        )
+
+
+def _grade_locally(
     grader: Grader,
     submissions: Sequence[Submission],
-    out: Path,
-    problems: Sequence[Problem] = (),
-    jobs: int | None = None,
-    progress: bool = True,
-    histogram: bool = True,
-    feedback: bool = True,
+    feedback_dir: Path | None,
+    jobs: int | None,
+    progress: bool,
 ) -> list[GradeResult]:
-    """Grade ``submissions`` with ``jobs`` parallel nbgrader runs and write the reports to ``out``.
+    """``grader.grade`` on each submission in ``jobs`` threads; failures again, alone.
 
-    Files in ``problems`` (unreadable, duplicates...) get a row in the CSV with their reason.
-    A submission whose grading failed or ran out of time is graded a second time, alone, after
-    the others (see the comment in the code).
+    Ctrl-C stops it: what was graded (and what was under way) is returned, the rest as
+    ``not graded: interrupted``, and no second pass.
     """
     from tqdm.auto import tqdm
 
     jobs = check_jobs(jobs)
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    feedback_dir = out / "feedback" if feedback else None
-    results: list[GradeResult] = []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [
-            pool.submit(grader.grade, sub.path, sub.student, feedback_dir, threads)
-            for sub in submissions
-        ]
-        bar = tqdm(total=len(futures), desc="grading", unit="nb", disable=not progress)
-        for future, sub in zip(futures, submissions, strict=True):
-            future.sub = sub  # type: ignore[attr-defined]
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    futures = {
+        pool.submit(grader.grade, sub.path, sub.student, feedback_dir, threads): sub
+        for sub in submissions
+    }
+    bar = tqdm(total=len(futures), desc="grading", unit="nb", disable=not progress)
+    try:
         for future in as_completed(futures):
-            try:
-                results.append(future.result())
-            except Exception as error:  # noqa: BLE001 - one submission never stops the class
-                sub = future.sub  # type: ignore[attr-defined]
-                results.append(
-                    GradeResult(
-                        sub.student,
-                        status=f"error: the grader failed on this submission ({type(error).__name__})",
-                        notes=[str(error)[:500]],
-                        source=str(sub.path),
-                    )
-                )
             bar.update(1)
+    except KeyboardInterrupt:
+        # Ctrl-C: nothing new starts; the gradings under way finish and are kept.
         bar.close()
+        print("\ninterrupted: finishing the gradings under way, then writing what was graded")
+        pool.shutdown(wait=True, cancel_futures=True)
+        return [_outcome(future, sub) for future, sub in futures.items()]
+    bar.close()
+    pool.shutdown()
+    results = [_outcome(future, sub) for future, sub in futures.items()]
     # Second pass, one at a time: a grading that failed or ran out of time may have been slowed
     # down by the others running at the same time; graded alone, only its own code is the cause.
     by_path = {sub.path: sub for sub in submissions}
@@ -556,6 +563,37 @@ def grade_many(
             again = grader.grade(sub.path, sub.student, feedback_dir, os.cpu_count() or 1)
             again.notes.append(f"graded again alone (first try: {first.status})")
             results[index] = again
+    return results
+
+
+def grade_many(
+    grader: Grader,
+    submissions: Sequence[Submission],
+    out: Path,
+    problems: Sequence[Problem] = (),
+    jobs: int | None = None,
+    progress: bool = True,
+    histogram: bool = True,
+    feedback: bool = True,
+    scheduler: Any = None,
+) -> list[GradeResult]:
+    """Grade ``submissions`` with ``jobs`` parallel nbgrader runs and write the reports to ``out``.
+
+    Files in ``problems`` (unreadable, duplicates...) get a row in the CSV with their reason.
+    A submission whose grading failed or ran out of time is graded a second time, alone, after
+    the others (see the comment in the code). With ``scheduler`` (a Dask scheduler's address or
+    a ``distributed.Client``), the assess steps run on that cluster instead of ``jobs`` local
+    threads (:func:`autograder.cluster.grade_on_cluster`); recording stays here.
+    """
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    feedback_dir = out / "feedback" if feedback else None
+    if scheduler is not None:
+        from .cluster import grade_on_cluster
+
+        results = grade_on_cluster(grader, submissions, scheduler, feedback_dir, progress)
+    else:
+        results = _grade_locally(grader, submissions, feedback_dir, jobs, progress)
     # The reports: merged by student into what `out` holds already (autograder.outputs).
     from .outputs import write_reports
 

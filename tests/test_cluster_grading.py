@@ -1,0 +1,268 @@
+"""Grading on a real local Dask cluster: a ``dask scheduler`` process and two ``dask worker``
+processes (``--nworkers 1 --nthreads 1``, on 127.0.0.1 only), driven by ``grade-all
+--scheduler``. The class is small (each real grading takes seconds on a 2-core machine): copies
+of the reference (full marks), of the untouched release (0) and of a notebook whose ``act``
+raises (policy 0, the rest full), under different student names.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.sandbox import bwrap_works
+from tests.submissions.course import course_submission
+from tests.test_grading_sandbox import FULL, RELEASE
+
+distributed = pytest.importorskip("distributed")  # CI installs it (requirements.txt)
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+BIN = Path(sys.executable).parent
+ZERO = dict.fromkeys(FULL, 0.0)
+NO_POLICY = {**FULL, "policy": 0}
+BROKEN_ACT = (
+    "def _broken_act(self, inputs):\n    raise RuntimeError('bug')\nPolicy.act = _broken_act"
+)
+SLEEP = "import time as _time\n_time.sleep(8)"
+ENV = {**os.environ, "A2C_GRADER_TIME_SCALE": "3"}  # a loaded 2-core machine
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LocalCluster:
+    """A scheduler and ``workers`` worker processes on 127.0.0.1; :meth:`stop` ends them all."""
+
+    def __init__(self, folder: Path, workers: int, worker_env: dict[str, str] | None = None):
+        self.address = f"tcp://127.0.0.1:{_free_port()}"
+        self.procs: list[subprocess.Popen] = []
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self._start(
+                folder,
+                "scheduler",
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                self.address.rsplit(":", 1)[1],
+                "--no-dashboard",
+            )
+            for index in range(workers):
+                self._start(
+                    folder,
+                    f"worker{index}",
+                    "worker",
+                    self.address,
+                    "--host",
+                    "127.0.0.1",
+                    "--nworkers",
+                    "1",
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--preload",
+                    "autograder.cluster",
+                    "--local-directory",
+                    str(folder / f"scratch{index}"),
+                    env=worker_env,
+                )
+            self.client = distributed.Client(self.address, timeout=60, set_as_default=False)
+            self.client.wait_for_workers(workers, timeout=180)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, folder: Path, log: str, *args: str, env: dict[str, str] | None = None):
+        with (folder / f"{log}.log").open("wb") as out:
+            self.procs.append(
+                subprocess.Popen(
+                    [str(BIN / "dask"), *args],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env or ENV,
+                    cwd=folder,
+                    start_new_session=True,
+                )
+            )
+
+    def stop(self) -> None:
+        if getattr(self, "client", None) is not None:
+            self.client.close(timeout=10)
+        for proc in reversed(self.procs):  # workers first, then the scheduler
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    assert bwrap_works(), "the workers grade in the bubblewrap sandbox"
+    local = LocalCluster(tmp_path_factory.mktemp("cluster"), workers=2)
+    yield local
+    local.stop()
+
+
+def _argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "autograder", "grade-all", "inbox", "--out", *args]
+
+
+def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 400):
+    return subprocess.run(
+        _argv(*args),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env or ENV,
+    )
+
+
+def _rows(out: Path) -> list[dict[str, str]]:
+    with (out / "grades.csv").open() as table:
+        return list(csv.DictReader(table))
+
+
+def _scores(row: dict[str, str]) -> dict[str, float]:
+    return {key: float(row[key]) for key in FULL}
+
+
+def _class(inbox: Path, names: dict[str, str]) -> None:
+    """Write one notebook per student: ``"reference"``, ``"release"``, ``"no_policy"`` or
+    ``"slow"`` (the reference, whose model cell sleeps 8 s: a kill lands mid-grading)."""
+    inbox.mkdir(parents=True)
+    for student, kind in names.items():
+        if kind == "release":
+            shutil.copyfile(RELEASE, inbox / f"{student}.ipynb")
+        else:
+            append = {"no_policy": {"policy": BROKEN_ACT}, "slow": {"model": SLEEP}}
+            nb = course_submission(append=append.get(kind))
+            nbformat.write(nb, inbox / f"{student}.ipynb")
+
+
+def test_cluster_grades_the_class_like_the_local_pool(cluster, tmp_path):
+    """Six students through two Dask workers: the local pool's scores, one row each, feedback
+    written here (a machine without bwrap), and a progress bar that shows the workers."""
+    kinds = {"reference": "alice", "release": "carol", "no_policy": "erin"}
+    _class(tmp_path / "pool" / "inbox", {student: kind for kind, student in kinds.items()})
+    local = _cli("local", "--jobs", "2", "--no-feedback", cwd=tmp_path / "pool")
+    assert local.returncode == 0, local.stderr[-3000:]
+    pool = {row["student"]: _scores(row) for row in _rows(tmp_path / "pool" / "local")}
+    by_kind = {kind: pool[student] for kind, student in kinds.items()}
+    assert by_kind == {"reference": FULL, "release": ZERO, "no_policy": NO_POLICY}
+
+    names = {"alice": "reference", "bob": "reference", "carol": "release", "dan": "release"}
+    names |= {"erin": "no_policy", "fay": "no_policy"}
+    _class(tmp_path / "inbox", names)
+    no_bwrap = {**ENV, "PATH": str(BIN)}  # the instructor's machine needs no sandbox
+    done = _cli("out", "--scheduler", cluster.address, cwd=tmp_path, env=no_bwrap)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = _rows(tmp_path / "out")
+    assert sorted(row["student"] for row in rows) == sorted(names)
+    for row in rows:
+        assert row["status"] == "graded" and row["sandboxed"] == "yes", row
+        assert _scores(row) == by_kind[names[row["student"]]], row
+        assert (tmp_path / "out" / "feedback" / f"{row['student']}.html").is_file()
+    assert "workers" in done.stderr and "busy" in done.stderr  # the progress bar
+
+
+def _alone_on(client, student: str, timeout: float = 240) -> str:
+    """The worker whose only task is ``student``'s grading, once it has run a moment."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for worker, keys in client.processing().items():
+            if len(keys) == 1 and f"-{student}-" in str(keys[0]):
+                time.sleep(1.5)  # into the grading
+                if [str(k) for k in client.processing().get(worker, [])] == [str(keys[0])]:
+                    return worker
+        time.sleep(0.2)
+    raise AssertionError(f"{student}'s grading never ran alone on a worker")
+
+
+def test_a_killed_worker_costs_a_retry_never_a_student(cluster, tmp_path):
+    """SIGKILL the worker grading b, twice, then the one grading c, once: b is `not graded`
+    (KilledWorker), c is graded on another worker, and every student has exactly one row."""
+    names = {"a": "release", "b": "slow", "c": "slow", "d": "no_policy"}
+    expected = {"a": ZERO, "c": FULL, "d": NO_POLICY}
+    _class(tmp_path / "inbox", names)
+    cluster.client.wait_for_workers(2, timeout=180)
+    with (tmp_path / "stderr.txt").open("w") as err:
+        argv = _argv("out", "--no-feedback", "--scheduler", cluster.address)
+        grading = subprocess.Popen(
+            argv, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL, stderr=err
+        )
+        try:
+            for student in ("b", "b", "c"):
+                worker = _alone_on(cluster.client, student)
+                pid = cluster.client.run(os.getpid, workers=[worker])[worker]
+                os.kill(pid, signal.SIGKILL)  # the worker process, mid-grading
+            assert grading.wait(timeout=400) == 1  # b is not graded
+        finally:
+            if grading.poll() is None:
+                grading.kill()
+    stderr = (tmp_path / "stderr.txt").read_text()
+    rows = _rows(tmp_path / "out")
+    assert sorted(row["student"] for row in rows) == sorted(names), rows  # none lost or doubled
+    by_name = {row["student"]: row for row in rows}
+    assert by_name["b"]["status"].startswith("not graded: its grading killed 2 workers")
+    assert "KilledWorker" in by_name["b"]["status"] and "not graded: b" in stderr
+    for student, scores in expected.items():
+        assert by_name[student]["status"] == "graded", (by_name[student], stderr[-2000:])
+        assert _scores(by_name[student]) == scores, by_name[student]
+
+
+def test_a_worker_without_bubblewrap_refuses_unless_no_sandbox(tmp_path):
+    """A worker whose PATH has no `bwrap`: a clear refusal naming it, no grade; with
+    --no-sandbox it grades, and the row says unsandboxed."""
+    bare = {**ENV, "PATH": str(BIN)}  # the venv's tools only: no bwrap
+    broken = LocalCluster(tmp_path / "cluster", workers=1, worker_env=bare)
+    try:
+        _class(tmp_path / "inbox", {"zoe": "reference"})
+        refused = _cli("out", "--no-feedback", "--scheduler", broken.address, cwd=tmp_path)
+        assert refused.returncode == 1, refused.stderr[-3000:]
+        assert "cannot start the sandbox" in refused.stderr and "bubblewrap" in refused.stderr
+        assert "worker tcp://127.0.0.1:" in refused.stderr
+        (row,) = _rows(tmp_path / "out")
+        assert row["status"].startswith("not graded: grading stopped (WorkerRefused"), row
+        assert row["total"] == ""
+
+        argv = ("out2", "--no-feedback", "--no-sandbox", "--scheduler", broken.address)
+        allowed = _cli(*argv, cwd=tmp_path)
+        (row,) = _rows(tmp_path / "out2")
+        assert row["status"].startswith("unsandboxed") and row["sandboxed"] == "NO", row
+        assert "NOT SANDBOXED" in row["notes"], allowed.stderr[-2000:]
+    finally:
+        broken.stop()
+
+
+def test_an_unreachable_scheduler_is_a_clear_error(tmp_path):
+    """A2C_DASK_SCHEDULER names a port nobody listens on: exit 1 within the connect timeout,
+    the message names the address, and no grade is written."""
+    _class(tmp_path / "inbox", {"zoe": "release"})
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    start = time.monotonic()
+    env = {**ENV, "A2C_DASK_SCHEDULER": address}
+    done = _cli("out", cwd=tmp_path, env=env, timeout=120)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert f"cannot reach the Dask scheduler at {address}" in done.stderr
+    assert time.monotonic() - start < 60
+    assert not (tmp_path / "out" / "grades.csv").exists()

@@ -542,7 +542,7 @@ def _grade_locally(
     }
     bar = tqdm(total=len(futures), desc="grading", unit="nb", disable=not progress)
     try:
-        for future in as_completed(futures):
+        for _ in as_completed(futures):
             bar.update(1)
     except KeyboardInterrupt:
         # Ctrl-C: nothing new starts; the gradings under way finish and are kept.

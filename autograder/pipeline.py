@@ -591,7 +591,7 @@ def grade_many(
     progress: bool = True,
     histogram: bool = True,
     feedback: bool = True,
-    scheduler: Any = None,
+    cluster: Any = None,
 ) -> list[GradeResult]:
     """Grade ``submissions`` with ``jobs`` parallel nbgrader runs and write the reports to ``out``.
 
@@ -599,19 +599,16 @@ def grade_many(
     A submission whose grading failed or ran out of time is graded a second time, alone, after
     the others (see the comment in the code). Each student's grade is appended to
     ``out/progress.jsonl`` as it is recorded; the file goes once ``grades.csv`` holds every row.
-    With ``scheduler`` (a Dask scheduler's address or
-    a ``distributed.Client``), the assess steps run on that cluster instead of ``jobs`` local
-    threads (:func:`autograder.cluster.grade_on_cluster`); recording stays here.
+    With ``cluster`` (an :class:`autograder.cluster.ClusterGrading`: a Dask
+    cluster), the assess steps run there instead of ``jobs`` local threads; recording stays here.
     """
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     feedback_dir = out / "feedback" if feedback else None
     if isinstance(grader, Grader):
         grader.progress_file = out / "progress.jsonl"
-    if scheduler is not None:
-        from .cluster import grade_on_cluster
-
-        results = grade_on_cluster(grader, submissions, scheduler, feedback_dir, progress)
+    if cluster is not None:
+        results = cluster.grade_class(grader, submissions, feedback_dir, progress)
     else:
         results = _grade_locally(grader, submissions, feedback_dir, jobs, progress)
     # The reports: merged by student into what `out` holds already (autograder.outputs).

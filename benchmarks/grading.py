@@ -18,7 +18,7 @@ nbgrader's gradebook and feedback):
    machine's CPU utilisation meanwhile; with ``--serial``, the same copies with one job, and the
    speed-up.
 3. **a Dask cluster** (``--cluster-workers N``, needs ``distributed``): the same copies through
-   ``grade_many(..., scheduler=...)`` on a local cluster of N single-thread worker processes on
+   ``grade_many(..., cluster=ClusterGrading(client))`` on a local cluster of N single-thread worker processes on
    this machine (warmed up first: each worker builds its grader once), side by side with the
    pool, the ratio of their speeds, and the core-seconds a notebook holds a grading slot
    (wall time x slots / notebooks: what a cluster bills) with what a 1,000-submission class
@@ -59,13 +59,13 @@ def _busy_and_total() -> tuple[float, float]:
 
 
 def _grade_folder(
-    grader: Grader, subs: list[Submission], out: Path, jobs: int, scheduler: object = None
+    grader: Grader, subs: list[Submission], out: Path, jobs: int, cluster: object = None
 ) -> dict:
     """Wall time, graded count, machine CPU use, and ``core_s``: the seconds a notebook holds
     one of the ``jobs`` grading slots (one core each), i.e. what a cluster bills."""
     (busy, total), start = _busy_and_total(), time.perf_counter()
     results = grade_many(
-        grader, subs, out, jobs=jobs, histogram=False, feedback=False, scheduler=scheduler
+        grader, subs, out, jobs=jobs, histogram=False, feedback=False, cluster=cluster
     )
     wall = time.perf_counter() - start
     busy_after, total_after = _busy_and_total()
@@ -83,6 +83,8 @@ def _on_cluster(grader: Grader, subs: list[Submission], out: Path, workers: int)
     """``_grade_folder`` on a local Dask cluster of ``workers`` single-thread processes."""
     from distributed import Client, LocalCluster
 
+    from autograder.cluster import ClusterGrading
+
     with (
         LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
@@ -90,8 +92,15 @@ def _on_cluster(grader: Grader, subs: list[Submission], out: Path, workers: int)
         Client(cluster, set_as_default=False) as client,
     ):
         warm = subs[:workers]  # each worker imports the kit and builds its grader once
-        grade_many(grader, warm, out / "warm-up", histogram=False, feedback=False, scheduler=client)
-        return _grade_folder(grader, subs, out, workers, scheduler=client)
+        grade_many(
+            grader,
+            warm,
+            out / "warm-up",
+            histogram=False,
+            feedback=False,
+            cluster=ClusterGrading(client),
+        )
+        return _grade_folder(grader, subs, out, workers, cluster=ClusterGrading(client))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -101,6 +101,14 @@ def draw_cases(rng: np.random.Generator) -> dict[str, list[dict[str, Any]]]:
         "lambda_one": [
             case(1, 1, 0.9, lambda_=1.0),
             case(4, 2, 0.99, reset_prob=0.3, last_resets=[True, False], lambda_=1.0),
+            # a reset inside the rollout in every grading: the trace must stop there too
+            case(
+                4,
+                2,
+                0.99,
+                lambda_=1.0,
+                resets=[[False, False], [True, False], [False, True], [False, False]],
+            ),
         ],
         "lambda_zero": [
             case(2, 1, 0.9, lambda_=0.0),

@@ -31,7 +31,11 @@ from .base import CheckFailed, SubCheck, array_of, describe, is_close, log_softm
 
 __all__ = ["GATE", "SUBCHECKS", "draw_cases", "nature_dqn"]
 
-GATE = ("uint8",)
+#: The outputs must be the Nature-DQN's on the secret frames, and the critic must be able to go
+#: negative: a value head squashed by a ReLU matches the network only on the frames where its
+#: value happens to be positive, so without the second check its verdict would depend on the
+#: grading's draw.
+GATE = ("uint8", "negative_values")
 #: kind, weight shape and stride of the trunk's layers (the heads follow: (A, 512), (1, 512)).
 TRUNK = (
     ("conv2d", (32, 4, 8, 8), [4, 4]),

@@ -41,7 +41,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -59,8 +58,8 @@ from pathlib import Path
 from typing import Any
 
 from .collect import Submission
-from .course import ASSIGNMENT, NOTEBOOK, read_tree
-from .pipeline import Assessment, Grader
+from .course import ASSIGNMENT, NOTEBOOK
+from .pipeline import Assessment, Grader, package_files
 from .results import GradeResult
 from .sandbox import SandboxLimits, SandboxUnavailable
 from .submission_file import UnreadableNotebook, read_bytes
@@ -83,7 +82,6 @@ CONNECT_SECONDS = 10.0  #: how long to try reaching the scheduler
 ALLOWED_FAILURES = 1
 POLL_SECONDS = 1.0  #: the longest wait between looks at the cluster (a result wakes it)
 NO_WORKER_NOTICE_SECONDS = 30.0
-_PACKAGES = ("autograder", "solutions", "course_lib")
 
 
 class ClusterError(RuntimeError):
@@ -124,17 +122,6 @@ def connect(address: str, timeout: float = CONNECT_SECONDS) -> Any:
             "there and that this machine can reach its host and port (firewall, VPN, SSH "
             f"tunnel); leave out --scheduler and {SCHEDULER_VARIABLE} to grade on this machine"
         ) from None
-
-
-def package_files() -> dict[str, str]:
-    """``{"package/relative/path": sha256}`` of the instructor package's files, as installed."""
-    found = {}
-    for package in _PACKAGES:
-        spec = importlib.util.find_spec(package)
-        for folder in sorted(spec.submodule_search_locations or []) if spec else []:
-            for name, data in read_tree(Path(folder)).items():
-                found[f"{package}/{name}"] = hashlib.sha256(data).hexdigest()
-    return found
 
 
 # ------------------------------------------------------------------------ on a worker

@@ -126,16 +126,19 @@ def _points(release: nbformat.NotebookNode) -> dict[str, float]:
     }
 
 
-def _own_digest() -> str:
+def package_files() -> dict[str, str]:
+    """``{"package/relative/path": sha256}`` of the grader's own files, as installed: checked
+    before every grading (nothing a notebook run without the sandbox changed on disk is used
+    later) and, on a cluster, compared with each worker's."""
     import importlib.util
 
-    digest = hashlib.sha256()
+    found = {}
     for package in _OWN_PACKAGES:
         spec = importlib.util.find_spec(package)
         for folder in sorted(spec.submodule_search_locations or []) if spec else []:
-            for name, data in sorted(read_tree(Path(folder)).items()):
-                digest.update(f"{package}/{name}\0".encode() + hashlib.sha256(data).digest())
-    return digest.hexdigest()
+            for name, data in read_tree(Path(folder)).items():
+                found[f"{package}/{name}"] = hashlib.sha256(data).hexdigest()
+    return found
 
 
 @dataclass
@@ -242,7 +245,7 @@ class Grader:
         self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
         self.limits = limits
         self._own_dir = workdir is None
-        self._digest = _own_digest()
+        self._package_files = package_files()
         # Every path absolute: nbgrader changes the working directory while it converts a
         # notebook, and gradings run in parallel threads.
         self.workdir = Path(tempfile.mkdtemp(prefix="a2c-grading-") if workdir is None else workdir)
@@ -313,7 +316,7 @@ class Grader:
         start = time.perf_counter()
         result = GradeResult(student, source=name, sandboxed=self.isolate)
         try:
-            if _own_digest() != self._digest:
+            if package_files() != self._package_files:
                 raise RuntimeError(
                     "the grader's own files changed since it started (a notebook graded without "
                     "the sandbox?): reinstall the course kit and grade again"

@@ -18,6 +18,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from .repair import graded_part
+from .report import printable
 
 __all__ = ["MARK", "SAFE_MIME", "keep_submitted_outputs", "plain_text"]
 
@@ -27,16 +28,12 @@ MARK = "[output as submitted by the student; not re-run by the grader]\n"
 MAX_OUTPUTS = 50  #: per cell
 MAX_TEXT = 100_000  #: characters per text output
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]{1,20000000}")
-_CONTROL = re.compile(
-    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[\]P^_].*?(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]"
-)
 
 
 def plain_text(text: Any, limit: int = MAX_TEXT) -> str:
-    """``text`` as a string without terminal escapes or control characters (newlines and tabs
-    kept), cut to ``limit`` characters."""
-    text = "".join(map(str, text)) if isinstance(text, list) else str(text)
-    return _CONTROL.sub("", text.replace("\r\n", "\n"))[:limit]
+    """``text`` (a string or nbformat's list of lines) as :func:`~autograder.report.printable`
+    text, cut to ``limit`` characters."""
+    return printable("".join(map(str, text)) if isinstance(text, list) else text)[:limit]
 
 
 def _safe(output: Any) -> NotebookNode | None:

@@ -1,45 +1,80 @@
 """Speed of the notebook's training loop (part 7), in agent steps per second.
 
-    python benchmarks/notebook_loop.py [--env SpaceInvadersNoFrameskip-v4] [--steps 40000]
-                                       [--warmup 2000] [--device auto]
+    python benchmarks/notebook_loop.py [--steps 40000] [--warmup 2000]
+                                       [--notebook solutions/a2c.ipynb]
 
-It runs the loop of the solution notebook's part 7 with the reference parts: the rollout keeps
-the autograd graph of its T forward passes (``Policy.act`` with graph), then
-``ComputeValueTargets``, ``MergeTimeBatch``, ``A2C.step``, the learning-rate decay, the explained
-variance and the dashboard's ``log``. ``python -m solutions.train`` plays the rollout under ``torch.no_grad()``
-instead, so its speed is another number (``benchmarks/train_throughput.py``).
+It runs the solution notebook's own cells in a Jupyter kernel, as *Run All* does: the set-up and
+import cells, the solution cells of parts 1 to 6, then the part 7 cell (``grade_id`` ``train``)
+as written, with one line inserted before its ``n_updates = ...`` line, ``TOTAL_STEPS = <--steps
++ --warmup>``, so that the run is short. The dashboard draws as it does for a student (in place,
+every few seconds), since the kernel is a notebook's. Nothing of the loop is copied here: a
+change to the notebook's loop changes what this script times. The hidden-test cells, the peeks
+at the environments and the visible checks are skipped (they are not part of the loop).
 
-The first ``--warmup`` steps are not timed; the script prints the machine it ran on, so that
-the figure can be written down with it (docs/benchmarks.md).
+The timer wraps the notebook's ``trange`` (a cell run before part 7 replaces it with one that
+notes the time at the start of each update and at the end of the loop, and counts the dashboard's redraws); the updates that cover
+the first ``--warmup`` agent steps are not timed. ``python -m solutions.train`` plays the rollout
+under ``torch.no_grad()`` instead, so its speed is another number
+(``benchmarks/train_throughput.py``). The script prints the machine it ran on, so that the figure
+can be written down with it (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
 import os
+import platform
+import sys
+import time
+from pathlib import Path
 
-# As in the notebook, where `import course_lib` sets it before torch starts OpenMP.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import nbformat
+from nbclient import NotebookClient
 
-import argparse  # noqa: E402
-import math  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "solutions" / "a2c.ipynb"
+#: The cells run before part 7, by nbgrader ``grade_id``: what part 7 needs, in notebook order.
+BEFORE_TRAIN = (
+    "setup", "imports", "course_imports", "model", "policy", "compute_value_targets",
+    "merge_time_batch", "a2c", "gae",
+)  # fmt: skip
+TRAIN = "train"
+#: The line of the part 7 cell before which the step budget is set.
+BUDGET_ANCHOR = "n_updates = math.ceil(TOTAL_STEPS"
 
-import torch  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from course_lib import nature_dqn_env  # noqa: E402
-from course_lib.plots import TrainingDashboard  # noqa: E402
-from course_lib.runners import EnvRunner  # noqa: E402
-from course_lib.runtime import flush_denormals, resolve_device, seed_everything  # noqa: E402
-from solutions.reference import A2C, ComputeValueTargets, MergeTimeBatch, Policy, make_model  # noqa: E402
+_TIMER = """\
+# benchmarks/notebook_loop.py: the notebook's trange, noting when each update starts.
+import time as _bench_time
+from tqdm.auto import trange as _bench_trange
+_BENCH_TIMES = []
+def trange(*args, **kwargs):
+    for update in _bench_trange(*args, **kwargs):
+        _BENCH_TIMES.append(_bench_time.perf_counter())
+        yield update
+    _BENCH_TIMES.append(_bench_time.perf_counter())
+# ... and counting the dashboard's redraws (it still draws as it would).
+from course_lib.plots import TrainingDashboard as _BenchDashboard
+_BENCH_DRAWS = [0]
+_bench_update = _BenchDashboard.update
+def _bench_counting_update(self, force=False):
+    drew = _bench_update(self, force)
+    _BENCH_DRAWS[0] += int(drew)
+    return drew
+_BenchDashboard.update = _bench_counting_update
+"""
+_REPORT = """\
+# benchmarks/notebook_loop.py: the figures, as one JSON line.
+import json as _bench_json
+print(_bench_json.dumps({"times": _BENCH_TIMES, "steps": runner.step_var,
+                         "batch": NENVS * NSTEPS, "device": str(device),
+                         "threads": torch.get_num_threads(), "draws": _BENCH_DRAWS[0]}))
+"""
 
 
 def machine() -> str:
-    """One line: CPU model, cores, torch threads, device, load average."""
+    """One line: CPU model, cores, load average."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -49,56 +84,61 @@ def machine() -> str:
     except OSError:
         pass
     load = os.getloadavg() if hasattr(os, "getloadavg") else (math.nan,) * 3
-    return (
-        f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} with "
-        f"{torch.get_num_threads()} threads, load average {load[0]:.2f}"
-    )
+    return f"{cpu}, {os.cpu_count()} cores, load average {load[0]:.2f}"
+
+
+def benchmark_notebook(source: Path, total_steps: int) -> nbformat.NotebookNode:
+    """The cells of ``source`` that this benchmark runs, part 7's with the step budget set."""
+    nb = nbformat.read(source, as_version=4)
+    by_id = {
+        cell.metadata.get("nbgrader", {}).get("grade_id"): cell
+        for cell in nb.cells
+        if cell.cell_type == "code"
+    }
+    missing = [key for key in (*BEFORE_TRAIN, TRAIN) if key not in by_id]
+    if missing:
+        raise SystemExit(f"{source}: no code cell with grade_id {missing} (expected the course notebook)")
+    train = by_id[TRAIN].source
+    if BUDGET_ANCHOR not in train:
+        raise SystemExit(f"{source}: the part 7 cell has no line starting {BUDGET_ANCHOR!r}")
+    train = train.replace(BUDGET_ANCHOR, f"TOTAL_STEPS = {total_steps}\n{BUDGET_ANCHOR}", 1)
+    cells = [nbformat.v4.new_code_cell(by_id[key].source) for key in BEFORE_TRAIN]
+    cells += [nbformat.v4.new_code_cell(_TIMER), nbformat.v4.new_code_cell(train)]
+    cells.append(nbformat.v4.new_code_cell(_REPORT))
+    return nbformat.v4.new_notebook(cells=cells, metadata=nb.metadata)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", default="SpaceInvadersNoFrameskip-v4")
     parser.add_argument("--steps", type=int, default=40_000, help="timed agent steps")
     parser.add_argument("--warmup", type=int, default=2_000, help="untimed agent steps first")
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--notebook", type=Path, default=NOTEBOOK, help="the solution notebook")
     args = parser.parse_args(argv)
-    flush_denormals()
-    device = resolve_device(args.device)
-    nenvs, nsteps = 8, 5
-    n_updates = math.ceil((args.steps + args.warmup) / (nenvs * nsteps))
-    seed_everything(0)
-    env = nature_dqn_env(args.env, nenvs=nenvs, seed=0)
-    model = make_model(env.single_action_space.n).to(device)
-    policy = Policy(model)
-    runner = EnvRunner(
-        env, policy, nsteps=nsteps, transforms=[ComputeValueTargets(policy), MergeTimeBatch()]
+    if args.steps < 1 or args.warmup < 0:
+        parser.error("--steps must be a positive integer and --warmup one >= 0")
+    env = {k: v for k, v in os.environ.items() if k not in ("A2C_KIT_QUICK", "NBGRADER_EXECUTION")}
+    os.environ.clear()
+    os.environ.update(env)  # the kernel inherits it: no quick mode
+    nb = benchmark_notebook(args.notebook, args.steps + args.warmup)
+    started = time.perf_counter()
+    client = NotebookClient(
+        nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
     )
-    optimizer = torch.optim.RMSprop(model.parameters(), lr=7e-4, alpha=0.99, eps=1e-5)
-    a2c = A2C(policy, optimizer)
-    dashboard = TrainingDashboard(runner)
-    start = None
-    try:
-        for update in range(n_updates):  # the solution notebook's loop, with a timer
-            if start is None and runner.step_var >= args.warmup:
-                start, step0 = time.perf_counter(), runner.step_var
-            lr = 7e-4 * (1 - update / n_updates)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            trajectory = runner.get_next()
-            stats = a2c.step(trajectory)
-            values = trajectory["values"].detach()
-            targets = torch.as_tensor(trajectory["value_targets"], device=values.device)
-            explained_variance = 1 - (targets - values).var() / targets.var()
-            dashboard.log(
-                runner.step_var, lr=lr, explained_variance=explained_variance.item(), **stats
-            )
-            dashboard.update()
-        elapsed = time.perf_counter() - start
-    finally:
-        env.close()
-    steps = runner.step_var - step0
-    print(f"machine: {machine()}; device {device}")
-    print(f"notebook loop: {steps} agent steps in {elapsed:.1f} s = {steps / elapsed:.0f} steps/s")
+    client.execute()
+    wall = time.perf_counter() - started
+    text = "".join(out.get("text", "") for out in nb.cells[-1].outputs if out.output_type == "stream")
+    report = json.loads(text.strip().splitlines()[-1])
+    times, batch = report["times"], report["batch"]
+    n_updates = len(times) - 1
+    first = min(math.ceil(args.warmup / batch), n_updates - 1)
+    steps = (n_updates - first) * batch
+    elapsed = times[-1] - times[first]
+    print(f"machine: {machine()}; device {report['device']}, {report['threads']} torch threads")
+    print(
+        f"notebook loop ({args.notebook.name}, part 7 cell as written, {n_updates} updates, "
+        f"dashboard drawn {report['draws']} times): {steps} timed agent steps in {elapsed:.1f} s = "
+        f"{steps / elapsed:.0f} steps/s; the whole run {wall:.0f} s"
+    )
     return 0
 
 

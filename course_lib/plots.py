@@ -11,7 +11,9 @@ What to watch while A2C trains (and what it tells you):
 * **explained variance** ``1 - Var[v_target - v] / Var[v_target]`` (logged by the training loop
   from the merged batch): 0 means the critic predicts no better than a constant, 1 is perfect; an
   untrained critic starts near or below 0.
-* **grad norm**: before clipping; steadily at the clip value means most updates are clipped.
+* **grad norm**: before clipping, with the clip threshold (``grad_clip``) as a dashed line and,
+  in the title, the share of logged values above it: where every update is logged (the
+  notebook), the share of updates that clipping scaled down.
 
 Usage::
 
@@ -53,6 +55,8 @@ UNSMOOTHED = frozenset({"lr"})
 #: Lower edge of a panel's y axis when the series goes below it: explained variance is at most
 #: 1 and starts far below 0 (an untrained critic), which would squash the rest of the curve.
 FLOOR = {"explained_variance": -1.0}
+#: :meth:`TrainingDashboard.update` waits at least this many times the last drawing's duration.
+DRAW_SHARE_WAIT = 9
 
 
 def _in_notebook() -> bool:
@@ -87,12 +91,16 @@ class TrainingDashboard:
         game_window: games in the smoothed score curve (the course reports the last 100).
         scalar_window: the most logged points in a scalar's smoothed curve; fewer while fewer
             than ``5 * scalar_window`` points are logged (see :meth:`smoothing_window`).
-        min_interval: seconds between two redraws by :meth:`update` (drawing takes ~0.2 s,
-            so redrawing at every update would slow training down).
+        min_interval: seconds from the end of one redraw by :meth:`update` to the next, and at
+            least :data:`DRAW_SHARE_WAIT` times as long as the last drawing took, so that drawing
+            (0.2 s on an idle core, seconds on a busy one) takes at most a tenth of the time.
         ncols: panels per row.
         save_path: if given, :meth:`update` also writes the figure to this PNG (for headless runs).
         max_points: raw points drawn per panel; longer series are thinned (the smoothed curve is
             computed on all points first).
+        grad_clip: the clip threshold of the gradient norm (``max_grad_norm``; the course's is
+            0.5), drawn on the ``grad_norm`` panel with the share of logged values above it;
+            ``None`` draws no threshold.
     """
 
     def __init__(
@@ -106,6 +114,7 @@ class TrainingDashboard:
         save_path: str | Path | None = None,
         max_points: int = 3000,
         title: str = "A2C training",
+        grad_clip: float | None = 0.5,
     ) -> None:
         if episode_stats is not None and not isinstance(episode_stats, EpisodeStats):
             episode_stats = getattr(episode_stats, "episode_stats", episode_stats)
@@ -119,6 +128,10 @@ class TrainingDashboard:
             check_int(name, value, 1)
         if not min_interval >= 0:
             raise ValueError(f"`min_interval` must be >= 0 seconds, got {min_interval!r}.")
+        if grad_clip is not None and not (isinstance(grad_clip, (int, float)) and grad_clip > 0):
+            raise ValueError(
+                f"`grad_clip` must be a positive number (max_grad_norm) or None, got {grad_clip!r}."
+            )
         self.games = episode_stats if episode_stats is not None else EpisodeStats()
         self.game_window = game_window
         self.scalar_window = scalar_window
@@ -127,8 +140,9 @@ class TrainingDashboard:
         self.save_path = Path(save_path) if save_path is not None else None
         self.max_points = max_points
         self.title = title
+        self.grad_clip = None if grad_clip is None else float(grad_clip)
         self.series: dict[str, tuple[list[int], list[float]]] = {}
-        self._last_draw = -math.inf
+        self._next_draw = -math.inf  # time.monotonic() from which update() may draw again
         self._handle: Any = None
 
     # -- feeding ---------------------------------------------------------------------------
@@ -244,7 +258,13 @@ class TrainingDashboard:
         window = self.smoothing_window(values.size)
         ax.plot(steps[keep], values[keep], lw=0.7, alpha=0.5, color="tab:gray", label="logged")
         ax.plot(steps, mean, lw=1.8, color="tab:green", label=f"mean of last {window} logged")
-        ax.set_title(f"{name}\nlast {values[-1]:.3g}, smoothed {mean[-1]:.3g}", fontsize="medium")
+        title = f"{name}\nlast {values[-1]:.3g}, smoothed {mean[-1]:.3g}"
+        if name == "grad_norm" and self.grad_clip is not None:
+            share = float(np.mean(values > self.grad_clip))
+            ax.axhline(self.grad_clip, ls="--", lw=1.2, color="tab:red",
+                       label=f"clip threshold {self.grad_clip:g}")  # fmt: skip
+            title += f", above the clip: {share:.0%} of logged"
+        ax.set_title(title, fontsize="medium")
         low = FLOOR.get(name)
         if low is not None and values.min() < low:  # one early outlier would flatten the curve
             ax.set_ylim(bottom=low, top=max(values.max(), low + 1e-3) + 0.05)
@@ -259,18 +279,17 @@ class TrainingDashboard:
         return buffer.getvalue()
 
     def update(self, force: bool = False) -> bool:
-        """Redraw if ``min_interval`` seconds passed since the last redraw (or ``force``).
+        """Redraw if the wait after the last redraw is over (see ``min_interval``), or ``force``.
 
         In a notebook the plot is replaced in place; with ``save_path`` the PNG is rewritten.
         Outside a notebook and without ``save_path`` nothing is drawn. Returns True if it drew.
         """
-        now = time.monotonic()
-        if not force and now - self._last_draw < self.min_interval:
+        start = time.monotonic()
+        if not force and start < self._next_draw:
             return False
         notebook = _in_notebook()
         if not notebook and self.save_path is None:
             return False
-        self._last_draw = now
         png = self.to_png()
         if self.save_path is not None:
             self.save_path.parent.mkdir(parents=True, exist_ok=True)
@@ -282,6 +301,8 @@ class TrainingDashboard:
                 self._handle = display(Image(data=png), display_id=True)
             else:
                 self._handle.update(Image(data=png))
+        end = time.monotonic()
+        self._next_draw = end + max(self.min_interval, DRAW_SHARE_WAIT * (end - start))
         return True
 
     def show(self) -> None:

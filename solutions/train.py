@@ -214,7 +214,8 @@ def train(config: A2CConfig, run: RunOptions, ckpt: dict[str, Any] | None = None
             optimizer.load_state_dict(ckpt["optimizer"])
             set_rng_state(ckpt["rng"])
             runner.episode_stats = EpisodeStats.from_dict(ckpt["extra"]["games"])
-        dashboard = TrainingDashboard(runner, save_path=out_dir / "training.png", min_interval=60)
+        dashboard = TrainingDashboard(runner, save_path=out_dir / "training.png", min_interval=60,
+                                      grad_clip=config.max_grad_norm)  # fmt: skip
         if ckpt:
             series = ckpt["extra"]["series"]
             dashboard.series = {k: (list(s), list(v)) for k, (s, v) in series.items()}

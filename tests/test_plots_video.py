@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from course_lib import plots as plots_module
 from course_lib import video as video_module
 from course_lib.episode_stats import EpisodeStats
 from course_lib.plots import TrainingDashboard, plot_metrics_file
@@ -106,6 +107,32 @@ def test_dashboard_reads_runner_stats_and_throttles(tmp_path):
     assert TrainingDashboard(min_interval=0).update() is False
 
 
+def test_slow_drawing_waits_longer_so_drawing_stays_a_tenth_of_the_time(tmp_path, monkeypatch):
+    """Does a drawing that takes 2 s (a busy CPU) push the next one 9 x 2 s after its end, and a
+    fast one only min_interval after its end?"""
+    clock = [100.0]
+    monkeypatch.setattr(plots_module.time, "monotonic", lambda: clock[0])
+    dashboard = TrainingDashboard(min_interval=5, save_path=tmp_path / "live.png")
+    cost = [2.0]
+    real_to_png = dashboard.to_png
+
+    def timed_to_png(*args, **kwargs):
+        clock[0] += cost[0]
+        return real_to_png(*args, **kwargs)
+
+    monkeypatch.setattr(dashboard, "to_png", timed_to_png)
+    assert dashboard.update() is True  # draws from 100 to 102: next at 102 + 18
+    clock[0] = 119.9
+    assert dashboard.update() is False
+    cost[0] = 0.1
+    clock[0] = 120.0
+    assert dashboard.update() is True  # draws from 120 to 120.1: next at 120.1 + 5
+    clock[0] = 125.0
+    assert dashboard.update() is False
+    clock[0] = 125.1
+    assert dashboard.update() is True
+
+
 @pytest.mark.parametrize("suffix", [".json", ".csv"])
 def test_metrics_file_round_trip_and_plot(tmp_path, suffix):
     """Does a saved metrics file load back the same numbers and plot to a PNG?"""
@@ -118,6 +145,21 @@ def test_metrics_file_round_trip_and_plot(tmp_path, suffix):
     np.testing.assert_array_equal(loaded.games.lengths, [10, 20, 30, 40])
     plot_metrics_file(path, out=tmp_path / "metrics.png")
     assert png_size(tmp_path / "metrics.png")[0] > 100
+
+
+def test_grad_norm_panel_shows_the_clip_threshold_and_the_clipped_share():
+    """Does the grad-norm panel draw the clip threshold and give the share of values above it?"""
+    dashboard = filled_dashboard(grad_clip=20)  # grad_norm logged as 0, 1, ..., 29: 9 of 30 above
+    panel = next(ax for ax in dashboard.figure().axes if ax.get_title().startswith("grad_norm"))
+    assert "above the clip: 30% of logged" in panel.get_title()
+    flat = [line for line in panel.get_lines() if set(line.get_ydata()) == {20.0}]
+    assert flat and "clip threshold 20" in flat[0].get_label()
+    bare = filled_dashboard(grad_clip=None)
+    panel = next(ax for ax in bare.figure().axes if ax.get_title().startswith("grad_norm"))
+    assert "clip" not in panel.get_title()
+    assert not any("clip" in line.get_label() for line in panel.get_lines())
+    with pytest.raises(ValueError, match="grad_clip"):
+        TrainingDashboard(grad_clip=0)
 
 
 def test_dashboard_rejects_bad_input(tmp_path):

@@ -145,7 +145,8 @@ def check_discrete_actions(actions: Any, n: int, low: int, high: int) -> np.ndar
     if arr.dtype.kind not in "iu":
         raise ValueError(
             f"`actions` must be {expected}. Got dtype {arr.dtype}: {arr!r}. "
-            f"Sample integer action indices (e.g. with Categorical(logits).sample()), "
+            f"Sample integer action indices (e.g. Categorical(logits=logits).sample(): the "
+            f"keyword matters, Categorical(logits) reads them as probabilities), "
             f"not probabilities or logits."
         )
     bad = (arr < low) | (arr >= high)

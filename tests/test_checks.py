@@ -252,7 +252,7 @@ class TensorStats(ref.A2C):
     ("buggy", "match"),
     [
         (NoDetach, r"no gradient may flow through the advantages"),
-        (EntropyPlus, "minus: the bonus"),
+        (EntropyPlus, "the entropy is a bonus"),
         (NoClip, "after backward"),
         (NoZeroGrad, "stale gradient of 5.0"),
         (TensorStats, r"return Python numbers"),

@@ -92,10 +92,15 @@ def check_a2c(
                 hint="return Python numbers (a tensor keeps its graph, and GPU memory, alive in your logs).",
             )
     hints = {
-        "policy_loss": "policy_loss = -mean(log_probs * sg[advantages]), advantages = targets - values (sg: no gradient through them).",
-        "value_loss": "value_loss = mean((value_targets - values) ** 2): a mean, not a sum, no 0.5 factor.",
-        "entropy": "entropy = mean over the batch of -sum_a pi(a) log pi(a), pi = softmax(logits).",
-        "loss": "loss = policy_loss + value_loss_coef * value_loss - entropy_coef * entropy (minus: the bonus).",
+        "policy_loss": "L_pi weights each taken action's log-probability by its advantage (the "
+        "targets' lead over the values) and averages over the batch; check its sign: descending "
+        "L_pi must make the actions with a positive advantage more likely.",
+        "value_loss": "L_V measures how far the values are from the targets, averaged over the "
+        "batch: a mean, not a sum, with no extra factor (part 5's formula).",
+        "entropy": "H is the entropy of the whole action distribution of each row (every action, "
+        "from the logits), averaged over the batch: not of the taken actions alone.",
+        "loss": "L combines the three terms with value_loss_coef and entropy_coef; the entropy is "
+        "a bonus, so check the sign it enters with (minimising L must raise H).",
     }
     for key, expected in _A2C_EXPECTED.items():
         if not math.isclose(float(stats[key]), expected, abs_tol=1e-4):

@@ -52,8 +52,9 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         _fail(
             part,
             problem,
-            hint="the policy head is nn.Linear(512, n_actions), the value head "
-            "nn.Linear(512, 1) followed by .squeeze(-1).",
+            hint="forward returns two things per observation: one logit per action, and one "
+            "value, a number without an axis of its own; check each head's output size and the "
+            "shapes forward returns.",
         )
     logits, values = out
     float_logits, float_values = _call(part, model, obs.float())

@@ -29,7 +29,8 @@ _TARGET_MISTAKES = [
     ),
     (
         [[1.25, 0.5], [0.5, 1.0], [1.0, 1.0]],
-        "no bootstrap: start the recursion from v_T = V(latest_observation), not 0.",
+        "no bootstrap: these targets treat everything after the rollout as worth 0; the last "
+        "step's targets must count the critic's value of the observation that follows it.",
     ),
     (
         [[6.0, 1.0], [5.0, 1.0], [5.0, 9.0]],
@@ -75,7 +76,11 @@ def check_compute_value_targets(ComputeValueTargets: type) -> None:
             targets.shape,
         )
     if not np.allclose(targets, _TARGETS, atol=1e-5):
-        hint = "compute backwards: v = V(s_T); for t = T-1..0: v = r_t + gamma * (1 - reset_t) * v."
+        hint = (
+            "each target is the step's reward plus the discounted target of the next step, cut "
+            "where an episode ended; work from the last step back, starting from the critic's "
+            "value after the rollout (part 3's recursion)."
+        )
         for wrong, why in _TARGET_MISTAKES:
             if np.allclose(targets, wrong, atol=1e-5):
                 hint = why
@@ -112,7 +117,7 @@ _GAE_MISTAKES = [
     ([[-5.4375, -6.0625], [0.25, -2.25], [1.0, -1.0]], "the A_{t+1} term also needs (1 - d_t)."),
     (
         [[-5.25, -6.5], [0.5, -2.0], [1.0, -1.0]],
-        "lambda_ is missing: A_t = delta_t + gamma * lambda_ * ...",
+        "lambda_ is missing: these advantages weight the next step's advantage by gamma alone.",
     ),
     ([[-5.5, -6.0], [0.0, -2.0], [0.0, -2.0]], "bootstrap V_T from state['latest_observation']."),
 ]
@@ -143,7 +148,11 @@ def check_gae(ComputeGAE: type) -> None:
             )
     advantages = _as_array(trajectory["advantages"], part, "advantages")
     if advantages.shape != (3, 2) or not np.allclose(advantages, _GAE_ADVANTAGES, atol=1e-5):
-        hint = "go backwards: A_t = delta_t + gamma * lambda_ * (1 - d_t) * A_{t+1}, A_T = 0."
+        hint = (
+            "each advantage is the step's TD error plus the next step's advantage, discounted "
+            "by gamma and lambda_ and cut where an episode ended; work from the last step back "
+            "(part 6's formulas)."
+        )
         for wrong, why in _GAE_MISTAKES:
             if advantages.shape == (3, 2) and np.allclose(advantages, wrong, atol=1e-5):
                 hint = why
@@ -161,7 +170,7 @@ def check_gae(ComputeGAE: type) -> None:
             "wrong value_targets.",
             np.array(_GAE_TARGETS),
             targets,
-            "value_targets = advantages + V_t.",
+            "the value targets follow from the advantages and the values V_t (part 6).",
         )
     _ok(
         "ComputeGAE: (3, 2) advantages and value_targets = advantages + V, with the reset, no graph"

@@ -9,12 +9,14 @@ unit), ``v <- 0.99 v`` decays into it at every update and then stays, since 0.99
 smallest denormals rounds back to itself. x86 CPUs compute on denormals several times slower.
 :func:`course_lib.runtime.flush_denormals` (called by the training CLI) flushes them to zero.
 
-The benchmark resumes the checkpoint of a real run (the effect only appears after a few hundred
-thousand steps; a fresh model has no denormals) and trains ``--updates`` updates of 8 envs x 5
-steps on the real game, once with flushing off and once on, each in its own process (the
-setting is per thread and inherited by torch's threads when they start), alternating for
-``--rounds`` rounds. It prints the share of denormal entries in the RMSprop state, agent steps
-per second (median over rounds) and the ratio. No checkpoint at hand: train one first, e.g.
+The benchmark resumes a copy of the checkpoint of a real run (the effect only appears after a
+few hundred thousand steps; a fresh model has no denormals) with the training command itself,
+``solutions.train.main(["--resume", ...])``, for ``--updates`` more updates on the real game,
+once with flushing off and once on, each in its own process (the setting is per thread and
+inherited by torch's threads when they start), alternating for ``--rounds`` rounds. Flushing
+off is the command with its ``flush_denormals`` call made a no-op; nothing of the training is
+copied here. It prints the share of denormal entries in the RMSprop state, the agent steps per
+second the command measured for its session (median over rounds) and the ratio. No checkpoint at hand: train one first, e.g.
 ``python -m solutions.train --steps 1000000 --out runs/a2c-1m``.
 """
 
@@ -26,25 +28,24 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as in training (see solut
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-WARMUP_UPDATES = 20
 
-
-def denormal_share(optimizer) -> float:
-    """Share of the entries of RMSprop's ``square_avg`` tensors that are denormal numbers."""
+def denormal_share_of(optimizer_state: dict) -> float:
+    """Share of the entries of RMSprop's ``square_avg`` tensors that are denormal numbers, in an
+    optimizer's ``state_dict()`` (as a checkpoint keeps it)."""
     import torch
 
     tiny = torch.finfo(torch.float32).tiny
     total = denormal = 0
-    for state in optimizer.state.values():
+    for state in optimizer_state["state"].values():
         bits = state["square_avg"].detach().cpu().view(torch.int32) & 0x7FFFFFFF
         # Read the bit patterns: with flushing on, the CPU would see denormals as 0 in a compare.
         exponent_zero = bits < torch.tensor(tiny).view(torch.int32)
@@ -54,50 +55,38 @@ def denormal_share(optimizer) -> float:
 
 
 def child(checkpoint: Path, flush: bool, updates: int, threads: int) -> dict:
-    """Resume ``checkpoint`` on CPU and time ``updates`` training updates; returns figures."""
-    import torch
+    """Resume a copy of ``checkpoint`` for ``updates`` updates with the training command itself
+    (``solutions.train.main``: ``--resume --device cpu``, no evaluation, no video), with
+    flush-to-zero on (as the command does) or off (its ``flush_denormals`` call made a no-op,
+    the one change); returns the speed the command measured and the denormal shares."""
+    import tempfile
 
-    from course_lib.runtime import flush_denormals, set_torch_threads
-
-    if flush:
-        flush_denormals()  # before any torch computation, so its threads inherit it
-    set_torch_threads(threads)
-
-    from course_lib import nature_dqn_env
-    from course_lib.runners import EnvRunner
+    from solutions import train
     from solutions.checkpoint import load_checkpoint
-    from solutions.reference import MergeTimeBatch
-    from solutions.train import NoGradPolicy, make_agent, value_targets
+    from solutions.run_folder import CHECKPOINT_NAME
 
+    if not flush:
+        train.flush_denormals = lambda: False  # the command's own call, before torch's threads
     ckpt = load_checkpoint(checkpoint, map_location="cpu")
     config = ckpt["config"]
-    env = nature_dqn_env(config.env_id, nenvs=config.nenvs, seed=12345, backend=config.backend)
-    model, policy, optimizer, a2c = make_agent(
-        config, int(env.single_action_space.n), torch.device("cpu")
-    )
-    model.load_state_dict(ckpt["model"])
-    optimizer.load_state_dict(ckpt["optimizer"])
-    share_start = denormal_share(optimizer)
-    runner = EnvRunner(
-        env,
-        NoGradPolicy(policy),
-        config.nsteps,
-        transforms=[value_targets(config, policy), MergeTimeBatch()],
-    )
-    try:
-        for _ in range(WARMUP_UPDATES):
-            a2c.step(runner.get_next())
-        start_step, start = runner.step_var, time.perf_counter()
-        for _ in range(updates):
-            a2c.step(runner.get_next())
-        seconds = time.perf_counter() - start
-    finally:
-        env.close()
+    share_start = denormal_share_of(ckpt["optimizer"])
+    with tempfile.TemporaryDirectory(prefix="denormals-") as tmp:
+        out = Path(tmp)
+        shutil.copyfile(checkpoint, out / CHECKPOINT_NAME)
+        steps = ckpt["step"] + updates * config.batch_size
+        argv = ["--resume", "--out", str(out), "--steps", str(steps), "--device", "cpu",
+                "--threads", str(threads), "--eval-games", "0", "--video-frames", "0",
+                "--no-progress"]  # fmt: skip
+        status = train.main(argv)
+        if status != 0:
+            raise RuntimeError(f"python -m solutions.train {' '.join(argv)} exited {status}")
+        summary = json.loads((out / "summary.json").read_text())
+        share_end = denormal_share_of(load_checkpoint(out / CHECKPOINT_NAME)["optimizer"])
     return {
         "flush": flush,
-        "steps_per_s": (runner.step_var - start_step) / seconds,
+        "steps_per_s": summary["steps_per_s_this_session"],
         "denormal_share_start": share_start,
-        "denormal_share_end": denormal_share(optimizer),
+        "denormal_share_end": share_end,
         "checkpoint_step": ckpt["step"],
     }
 

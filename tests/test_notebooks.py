@@ -141,6 +141,28 @@ def test_colab_url_validates_the_repository_address():
         bn.colab_url("https://example.org/course")
 
 
+def test_notebook_loop_benchmark_times_the_notebooks_own_part_7_cell(tmp_path):
+    """Does benchmarks/notebook_loop.py run the solution notebook's cells unchanged, part 7's
+    with only the step budget inserted (not a copy of the loop), and stop on a notebook whose
+    part 7 cell it cannot budget?"""
+    from benchmarks.notebook_loop import BEFORE_TRAIN, benchmark_notebook
+
+    cells = _cells(SOURCE)
+    sources = [cell.source for cell in benchmark_notebook(SOURCE, 1234).cells]
+    assert sources[: len(BEFORE_TRAIN)] == [cells[key].source for key in BEFORE_TRAIN]
+    budgeted = [s for s in sources if "TOTAL_STEPS = 1234\n" in s]
+    assert len(budgeted) == 1
+    assert budgeted[0].replace("TOTAL_STEPS = 1234\n", "", 1) == cells["train"].source
+    assert budgeted[0].index("TOTAL_STEPS = 1234") < budgeted[0].index("n_updates = math.ceil")
+    broken = nbformat.read(SOURCE, as_version=4)
+    for cell in broken.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "train":
+            cell.source = cell.source.replace("n_updates = math.ceil(", "n_updates = round(")
+    nbformat.write(broken, tmp_path / "broken.ipynb")
+    with pytest.raises(SystemExit, match="part 7 cell has no line"):
+        benchmark_notebook(tmp_path / "broken.ipynb", 1234)
+
+
 # ------------------------------------------------------------------ execution
 @pytest.mark.slow
 @pytest.mark.rom

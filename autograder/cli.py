@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .course import SOURCE_NOTEBOOK, NbgraderError
+from .pipeline import CELL_TIMEOUT
 from .report import printable
 from .sandbox import SandboxUnavailable
 
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
             type=float,
             default=None,
             metavar="S",
-            help="per-cell time limit in seconds (default: the course config's, 120)",
+            help=f"per-cell time limit in seconds (default: {CELL_TIMEOUT:g}, autograder.pipeline.CELL_TIMEOUT)",
         )
         sub.add_argument(
             "--source",

@@ -75,8 +75,9 @@ def _add_field(
     help_text = field_docs(cls).get(field.name, "")
     if field.type == "bool":
         if default:
+            off_help = field.metadata.get("off_help", f"turn off (on by default): {help_text}")
             parser.add_argument(f"--no-{option_name(field)}", dest=field.name,
-                                action="store_false", help=f"turn off: {help_text}")  # fmt: skip
+                                action="store_false", help=off_help)  # fmt: skip
         else:
             parser.add_argument(flag, dest=field.name, action="store_true", help=help_text)
         return

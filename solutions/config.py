@@ -8,7 +8,8 @@ these fields (:mod:`solutions.cli`), and values that follow from them (batch siz
 updates, the learning rate at a given update) are computed here and nowhere else.
 
 A field's ``metadata`` may name its command-line option (``"option"``, when it differs from the
-field name) and the smallest integer it accepts (``"min"``, 1 when not given).
+field name), the smallest integer it accepts (``"min"``, 1 when not given) and, for a flag on by
+default, the help of its ``--no-`` option (``"off_help"``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class A2CConfig:
     """GAE lambda in [0, 1] (not given: the plain n-step targets, the graded version)."""
 
     lr: float = 7e-4
-    """Initial RMSprop learning rate, decayed linearly to 0 at ``total_steps``."""
+    """Initial RMSprop learning rate, decayed linearly to 0 over the budget (``--steps``)."""
 
     rmsprop_alpha: float = 0.99
     """RMSprop smoothing constant of the squared-gradient average."""
@@ -56,11 +57,15 @@ class A2CConfig:
     ``g / (sqrt(v) + eps)``. OpenAI baselines' A2C used TensorFlow's RMSProp, which adds it
     *inside*, ``g / sqrt(v + eps)``, so the same 1e-5 there is a much larger floor (sqrt(1e-5)
     is about 3e-3); Stable-Baselines3 ships ``RMSpropTFLike`` to reproduce that. The course
-    keeps torch's RMSprop with eps 1e-5: the same number, not the same optimizer."""
+    keeps torch's RMSprop with eps 1e-5: the same number, not the same optimizer. TensorFlow's
+    also starts ``v`` at 1 where torch starts it at 0, so torch's first updates move each
+    parameter by about 10 * lr (``1 / sqrt(1 - alpha)``) whatever its gradient; the start fades
+    over about ``1 / (1 - alpha)`` = 100 updates."""
 
     value_loss_coef: float = 0.25
-    """Weight of the value loss ``mean((v_target - V)^2)`` in the total loss. OpenAI baselines
-    and Stable-Baselines3 weight the same mean squared error by 0.5, twice the course's 0.25."""
+    """Weight of the value loss ``mean((v_target - V)^2)`` in the total loss. Stable-Baselines
+    (TensorFlow) and the Atari settings of Stable-Baselines3's RL Zoo use 0.25 too; OpenAI
+    baselines and Stable-Baselines3's defaults weight the same mean squared error by 0.5."""
 
     entropy_coef: float = 0.01
     """Weight of the entropy bonus (subtracted from the loss to keep exploring)."""
@@ -78,10 +83,12 @@ class A2CConfig:
     """Env batch backend of ``course_lib.nature_dqn_env`` (``"auto"`` is the fastest)."""
 
     log_interval: int = 10_000
-    """Agent steps between two rows of metrics (rounded up to whole updates)."""
+    """Agent steps between two rows of metrics (rounded to the nearest whole number of updates,
+    at least one)."""
 
     checkpoint_interval: int = 250_000
-    """Agent steps between two checkpoints; a final one is always written."""
+    """Agent steps between two checkpoints (rounded to whole updates as ``--log-interval`` is); a final
+    one is always written."""
 
     def __post_init__(self) -> None:
         for name in ("nenvs", "nsteps", "total_steps", "log_interval", "checkpoint_interval"):
@@ -173,8 +180,10 @@ class RunOptions:
     threads: int | None = None
     """Torch CPU threads (default: all cores)."""
 
-    progress: bool = True
-    """Show a progress bar."""
+    progress: bool = field(
+        default=True, metadata={"off_help": "no progress bar (default: one is shown)"}
+    )
+    """Show a progress bar (``--no-progress`` hides it)."""
 
     def __post_init__(self) -> None:
         check_int("eval_games", self.eval_games, 0)

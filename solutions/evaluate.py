@@ -162,10 +162,11 @@ def describe_scores(result: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> float:
-    """CLI: ``python -m solutions.evaluate CHECKPOINT [--games 10] [--seed 0] [--greedy]``."""
+    """CLI: ``python -m solutions.evaluate CHECKPOINT [--games 10] [--seed 12345] [--greedy]``."""
     from course_lib.runtime import resolve_device
 
     from .checkpoint import load_checkpoint
+    from .cli import integer
     from .reference import make_model
 
     parser = argparse.ArgumentParser(
@@ -173,8 +174,12 @@ def main(argv: Sequence[str] | None = None) -> float:
         description="Average raw score of a trained A2C checkpoint over full games.",
     )
     parser.add_argument("checkpoint", help="a checkpoint.pt written by python -m solutions.train")
-    parser.add_argument("--games", type=int, default=10, help="full games to play (default 10)")
-    parser.add_argument("--seed", type=int, default=12345, help="env seed (default 12345)")
+    parser.add_argument(
+        "--games", type=integer(1), default=10, help="full games to play, >= 1 (default 10)"
+    )
+    parser.add_argument(
+        "--seed", type=integer(0), default=12345, help="env seed, >= 0 (default 12345)"
+    )
     parser.add_argument("--env", default=None, help="ALE id (default: the checkpoint's)")
     parser.add_argument("--greedy", action="store_true", help="argmax actions instead of sampling")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, ... (default auto)")

@@ -108,6 +108,21 @@ def test_cli_has_one_option_per_config_field_with_the_field_default():
     assert run_options(parser.parse_args(run_options_argv(run))) == run
 
 
+def test_help_says_what_the_options_do(capsys):
+    """Does --no-progress say it hides the bar, --lr name the --steps option, and does
+    evaluate's CLI refuse 0 games and a negative seed before loading anything?"""
+    from solutions.cli import build_parser
+
+    helps = " ".join(build_parser().format_help().split())
+    assert "--no-progress no progress bar" in helps and "turn off: show" not in helps
+    assert "0 over the budget (--steps)" in helps and "total_steps" not in helps
+    for argv in (["missing.pt", "--games", "0"], ["missing.pt", "--seed", "-1"]):
+        with pytest.raises(SystemExit) as exited:
+            evaluate_module.main(argv)
+        assert exited.value.code == 2
+        assert "expected" in capsys.readouterr().err
+
+
 # ----- runtime --------------------------------------------------------------------------------
 
 

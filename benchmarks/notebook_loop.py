@@ -11,10 +11,10 @@ every few seconds), since the kernel is a notebook's. Nothing of the loop is cop
 change to the notebook's loop changes what this script times. The hidden-test cells, the peeks
 at the environments and the visible checks are skipped (they are not part of the loop).
 
-The timer wraps the notebook's ``trange`` (a cell run before part 7 replaces it with one that
-notes the time at the start of each update and at the end of the loop, and counts the dashboard's redraws); the updates that cover
-the first ``--warmup`` agent steps are not timed. ``python -m solutions.train`` plays the rollout
-under ``torch.no_grad()`` instead, so its speed is another number
+A cell run before part 7 replaces the notebook's ``trange`` with one that notes the time at the
+start of each update and at the end of the loop, and counts the dashboard's redraws; the updates
+that cover the first ``--warmup`` agent steps are not timed. ``python -m solutions.train`` plays
+the rollout under ``torch.no_grad()`` instead, so its speed is another number
 (``benchmarks/train_throughput.py``). The script prints the machine it ran on, so that the figure
 can be written down with it (docs/benchmarks.md).
 """

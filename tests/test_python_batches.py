@@ -190,6 +190,18 @@ def test_bad_actions_raise_before_any_env_moves(batch_cls, actions, received):
         assert obs[:, 1].tolist() == [1, 1]
 
 
+def test_float_actions_suggest_sampling_with_the_logits_keyword(batch_cls):
+    """Does the float-actions error show Categorical(logits=...), not the positional form that
+    reads logits as probabilities?"""
+    with batch_cls(counters(2, n_actions=4), seed=0) as batch:
+        batch.reset()
+        with pytest.raises(ValueError) as err:
+            batch.step(np.array([0.2, 0.8]))
+        message = str(err.value)
+        assert "Categorical(logits=logits).sample()" in message
+        assert "Categorical(logits).sample()" not in message
+
+
 def test_int_action_types_accepted(batch_cls):
     """Are lists of Python ints and numpy int/uint arrays all valid actions?"""
     with batch_cls(counters(2, episode_length=10), seed=0) as batch:

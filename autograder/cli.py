@@ -8,7 +8,9 @@ Commands::
                                    [--course DIR [--allow-git]] [--scheduler tcp://HOST:PORT]
     python -m autograder export --course DIR [--out DIR] [--no-feedback]
 
-``grade`` prints a table per part, or with ``--json`` exactly one JSON object on stdout::
+``grade`` names the student as ``grade-all`` names the one file it is given, and prints a table
+per part with the totals of ``grades.csv`` (full marks 15, part 8 *not graded yet*), or with
+``--json`` exactly one JSON object on stdout (``max_total``: full marks)::
 
     {"total": float, "max_total": float, "status": str, "notes": str, "sandboxed": bool,
      "parts": {"<part key>": {"score": float, "max": float, "feedback": str}}}
@@ -79,7 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     one = commands.add_parser("grade", help="grade one notebook")
     one.add_argument("path", type=Path, help="the submitted .ipynb")
     one.add_argument("--json", action="store_true", help="print one JSON object only")
-    one.add_argument("--student", default=None, help="student id (default: from the file name)")
+    one.add_argument(
+        "--student",
+        default=None,
+        help="student id (default: from the file name, as grade-all names a file it is given)",
+    )
     common(one)
 
     many = commands.add_parser("grade-all", help="grade folders or zips of notebooks")
@@ -121,6 +127,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _student_of(path: Path) -> str:
+    """The student ``grade-all PATH`` would name for the one file ``path`` (``""``: none)."""
+    import tempfile
+
+    from .collect import collect
+
+    with tempfile.TemporaryDirectory(prefix="a2c-collect-") as scratch:
+        submissions, _ = collect([path], Path(scratch))
+    return submissions[0].student if submissions else ""
+
+
 def _grade(args: argparse.Namespace) -> int:
     from .pipeline import Grader
     from .report import format_table
@@ -130,8 +147,16 @@ def _grade(args: argparse.Namespace) -> int:
             f"error: {args.path} does not exist (give the path of a .ipynb file)", file=sys.stderr
         )
         return 2
+    student = args.student or _student_of(args.path)
+    if not student:
+        print(
+            f"error: {args.path}: no student name (grade-all would not grade it either): name the "
+            "file `<student>.ipynb`, or pass --student ID",
+            file=sys.stderr,
+        )
+        return 2
     with Grader(args.source, timeout=args.timeout, isolate=not args.no_sandbox) as grader:
-        result = grader.grade(args.path, student=args.student)
+        result = grader.grade(args.path, student=student)
     if args.json:
         print(json.dumps(result.as_dict()))
     else:

@@ -247,7 +247,9 @@ def autograde(
 ) -> Path:
     """Record ``notebook`` (already run) and the grader's ``record`` in the gradebook.
 
-    Runs ``nbgrader autograde`` without execution; returns the autograded notebook.
+    Runs ``nbgrader autograde`` without execution; returns the autograded notebook. In the
+    instructor's course, a part 8 graded for an earlier submission then waits for a grader
+    (:func:`autograder.part8.hold_for_grader`).
 
     Raises:
         NbgraderError: nbgrader could not record the notebook (its log is in the message).
@@ -264,6 +266,14 @@ def autograde(
     result = workspace.autograded_notebook(student)
     if not result.is_file():
         raise NbgraderError(f"nbgrader autograde wrote no {result}")
+    if workspace.persistent:  # a part 8 graded before waits for a grader (autograder.part8)
+        from nbgrader.api import Gradebook
+
+        from .part8 import hold_for_grader
+
+        with _NBGRADER_LOCK, warnings.catch_warnings(), Gradebook(workspace.db_url) as gradebook:
+            warnings.simplefilter("ignore")
+            hold_for_grader(gradebook, student, NOTEBOOK, ASSIGNMENT)
     return result
 
 

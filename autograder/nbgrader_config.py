@@ -88,6 +88,11 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 c.GenerateFeedback.exporter_class = "autograder.nbgrader_steps.FeedbackExporter"
+# nbgrader skips a student whose feedback/ folder exists and is newer than autograded/ ("Skipping
+# existing assignment"), but a part 8 score typed in formgrader changes only the gradebook: the
+# page would keep saying "part 8: not graded yet". Every `nbgrader generate_feedback` therefore
+# makes every page again from the gradebook (a page never reaches a student stale).
+c.GenerateFeedback.force = True
 c.FeedbackExporter.template_name = "a2c_feedback"
 from autograder.nbgrader_steps import FEEDBACK_TEMPLATES, nbgrader_templates  # noqa: E402
 

@@ -142,11 +142,12 @@ def manual_scores(db_url: str, students: Iterable[str]) -> dict[str, dict[str, f
 
 def hand_score(grade: Any) -> float | None:
     """A hand-graded cell's points: formgrader's score, nbgrader's own (0 for an answer left as
-    the stub), or ``None`` while it waits for formgrader."""
+    the stub), or ``None`` while it waits for formgrader; extra credit given there counts too."""
+    extra = float(grade.extra_credit or 0.0)  # formgrader's "extra credit" field
     if grade.manual_score is not None:
-        return float(grade.manual_score)
+        return float(grade.manual_score) + extra
     if grade.auto_score is not None and not grade.needs_manual_grade:
-        return float(grade.auto_score)
+        return float(grade.auto_score) + extra
     return None
 
 
@@ -174,7 +175,7 @@ def result_row(result: GradeResult, points: CoursePoints, when: str, received: s
         "status": result.status,
         "max_total": _fmt(points.full_marks),
         "sandboxed": ("yes" if result.sandboxed else "NO") if ran else "not run",
-        "notes": "; ".join(result.notes),
+        "notes": "; ".join([*result.notes, *result.unfinished_notes()]),
         "file": result.source,
         "received": received,
         "graded_at": when,
@@ -282,7 +283,9 @@ def merge_rows(
 def _describe(row: dict[str, str]) -> str:
     status = row.get("status", "")
     if status == "graded":
-        return f"{row.get('total', '')} of {row.get('max_total', '')}"
+        waiting = any(value == NOT_GRADED_YET for value in row.values())
+        text = f"{row.get('total', '')} of {row.get('max_total', '')}"
+        return text + (" (part 8 not graded yet)" if waiting else "")
     return status.split(":")[0] or "?"
 
 

@@ -33,6 +33,8 @@ from traitlets.config import Config
 
 from solutions.build_notebooks import ASSIGNMENT, SOURCE_NOTEBOOK
 
+from .nbgrader_steps import bonus_as_extra_credit
+
 __all__ = [
     "ASSIGNMENT",
     "NOTEBOOK",
@@ -190,6 +192,7 @@ def build_template(
         if (repo_root / package).is_dir():
             shutil.copytree(repo_root / package, template.lib / package, ignore=_IGNORED)
     run_nbgrader(template, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
+    bonus_as_extra_credit(template.db_url, ASSIGNMENT, NOTEBOOK)
     if not template.release_notebook.is_file():
         raise NbgraderError(f"generate_assignment wrote no {template.release_notebook}")
     return template
@@ -225,6 +228,7 @@ def open_course(folder: Path, source_notebook: Path = SOURCE_NOTEBOOK) -> Course
         shutil.copyfile(CONFIG_FILE, course.course / "nbgrader_config.py")
         shutil.copyfile(source_notebook, source)
         run_nbgrader(course, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
+    bonus_as_extra_credit(course.db_url, ASSIGNMENT, NOTEBOOK)  # an older course too
     return course
 
 

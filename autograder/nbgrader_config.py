@@ -44,12 +44,15 @@ c.Autograde.sanitize_preprocessors = [
 # Then nbgrader's default autograde steps without Execute (and without IgnorePattern, which
 # only filtered what Execute produced), with TrustedScores first: it replaces the outputs of
 # every graded cell by the grader's record, so SaveAutoGrades saves the grader's scores, never
-# what a cell displayed.
+# what a cell displayed. The bonus part's test cell is worth 0 in the gradebook (the grader sets
+# it after generate_assignment), so that formgrader and nbgrader's gradebook count full marks as
+# the course does (15, not 17): SaveExtraCredit records its points as nbgrader's extra credit.
 c.Autograde.autograde_preprocessors = [
     "autograder.nbgrader_steps.TrustedScores",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
+    "autograder.nbgrader_steps.SaveExtraCredit",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]

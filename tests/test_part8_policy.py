@@ -158,6 +158,7 @@ def test_first_grading_waits_for_part_8(semester):
     assert "added    bob: 9.5 of 15 (part 8 not graded yet)" in first["changes"]
     assert (lms["score"], lms["max_score"], lms["part_8"]) == ("9.5", "15", "not graded yet")
     assert view["needs_manual_grade"] and view["score"] == 9.5
+    assert view["max_score"] == 15  # the bonus is nbgrader's extra credit, not in full marks
 
 
 def test_part_8_graded_then_exported_agrees_everywhere(semester):
@@ -167,6 +168,8 @@ def test_part_8_graded_then_exported_agrees_everywhere(semester):
     assert (lms["score"], lms["part_8"], lms["complete"]) == ("12", "2.5", "yes")
     assert not view["needs_manual_grade"] and view["score"] == 12
     assert "a2c: 12.0 / 15.0 points (final: every part graded)" in graded["feedback"]
+    assert "gae</a> (bonus): 1.5 / 2.0" in graded["feedback"]
+    assert "/ 17" not in graded["feedback"] and "/ 0.0" not in graded["feedback"]
     assert "part 8 graded for 1 of 1" in semester["export"]
 
 

@@ -6,6 +6,7 @@ Commands::
     python -m autograder grade-all DIR_OR_ZIP ... [--out DIR] [--jobs N] [--timeout S]
                                    [--no-feedback] [--no-histogram] [--source NB]
                                    [--course DIR [--allow-git]] [--scheduler tcp://HOST:PORT]
+                                   [--deadline ISO-TIME] [--roster CSV]
     python -m autograder export --course DIR [--out DIR] [--no-feedback]
 
 ``grade`` names the student as ``grade-all`` names the one file it is given, and prints a table
@@ -109,6 +110,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="let --course be inside a (private) git work tree; refused without it",
     )
     many.add_argument(
+        "--deadline",
+        default=None,
+        metavar="WHEN",
+        help="the assignment's deadline, ISO 8601 with its time zone (2026-03-01T23:59+01:00): "
+        "grades.csv and the summary show minutes late; with --course it is stored there and "
+        "used by later runs",
+    )
+    many.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        metavar="CSV",
+        help="the class roster (columns id, first_name, last_name, email): names go into the "
+        "course's gradebook; a submission of a student not on it is graded and flagged",
+    )
+    many.add_argument(
         "--scheduler",
         default=None,
         metavar="ADDRESS",
@@ -175,7 +192,12 @@ def _grade_all(args: argparse.Namespace) -> int:
     from .folders import check_course_dir
     from .outputs import read_rows
     from .pipeline import Grader, grade_many
+    from .roster import read_roster
+    from .submission_times import parse_deadline
 
+    deadline = parse_deadline(args.deadline) if args.deadline else None
+    if args.roster is not None:
+        read_roster(args.roster)  # a bad roster stops here, before any grading
     if args.course is not None:
         check_course_dir(args.course, allow_git=args.allow_git)
     read_rows(args.out / "grades.csv")  # refuse a foreign grades.csv before grading
@@ -200,6 +222,7 @@ def _grade_all(args: argparse.Namespace) -> int:
                 args.source, timeout=args.timeout, isolate=sandbox_here, course=args.course
             ) as grader:
                 grader.isolate = isolate  # what the workers do
+                grader.deadline, grader.roster = deadline, args.roster  # for the reports
                 results = grade_many(
                     grader,
                     submissions,
@@ -238,7 +261,13 @@ def _export(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    for name in ("path", "out", "source", "course"):  # nbgrader changes the working directory
+    for name in (
+        "path",
+        "out",
+        "source",
+        "course",
+        "roster",
+    ):  # nbgrader changes the working directory
         if getattr(args, name, None) is not None:
             setattr(args, name, getattr(args, name).resolve())
     try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,11 +25,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.collect import Submission
 from autograder.course import ASSIGNMENT, autograde, open_course
 from autograder.final import export
 from autograder.nbgrader_export import CourseExport
 from autograder.outputs import course_points, write_outputs
 from autograder.results import GradeResult, PartScore, check_gradebook
+from autograder.roster import course_roster
+from autograder.submission_times import course_deadline, parse_deadline
+
+DEADLINE = parse_deadline("2026-03-01T23:59+01:00")
 
 
 def _scores(course, bonus: float, **zeroed: float) -> dict[str, float]:
@@ -49,14 +55,30 @@ def _grade(course, out: Path, student: str, scores: dict[str, float], answer: st
     record.write_text(
         json.dumps({f"test_{k}": {"score": v, "feedback": "ok"} for k, v in scores.items()})
     )
+    received = out.parent / f"{student}.ipynb"  # handed in 90 s after the deadline
+    nbformat.write(nb, received)
+    os.utime(received, (DEADLINE.timestamp() + 90, DEADLINE.timestamp() + 90))
     result = GradeResult(
         student,
         parts={k: PartScore(v, points.auto[k], "ok") for k, v in scores.items()},
-        source=str(out.parent / f"{student}.ipynb"),
+        source=str(received),
     )
     autograde(course, student, nb, record)
     assert check_gradebook(course.db_url, student, result) == []
-    write_outputs(out, [result], points, db_url=course.db_url, histogram=False)
+    roster = course_roster(
+        out.parent / "roster.csv", course.root, course.db_url
+    )  # as grade-all --roster does
+    write_outputs(
+        out,
+        [result],
+        points,
+        [Submission(student, received, received.stat().st_mtime)],
+        course_root=course.root,
+        db_url=course.db_url,
+        histogram=False,
+        deadline=course_deadline(course.db_url, ASSIGNMENT, DEADLINE),
+        roster=roster,
+    )
     return result
 
 
@@ -126,6 +148,9 @@ def _snapshot(course, out: Path, tmp: Path) -> dict:
 @pytest.fixture(scope="module")
 def semester(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("part8")
+    (tmp / "roster.csv").write_text(
+        "id,first_name,last_name,email\nbob,Bob,Builder,bob@uni.example\n"
+    )
     course, out = open_course(tmp / "course"), tmp / "out"
     steps = {}
     _grade(course, out, "bob", _scores(course, 1.5, a2c=0.0), "The curve rose.")
@@ -159,6 +184,15 @@ def test_first_grading_waits_for_part_8(semester):
     assert (lms["score"], lms["max_score"], lms["part_8"]) == ("9.5", "15", "not graded yet")
     assert view["needs_manual_grade"] and view["score"] == 9.5
     assert view["max_score"] == 15  # the bonus is nbgrader's extra credit, not in full marks
+    assert (row["minutes_late"], row["submitted_at"]) == ("2", "2026-03-01T23:00:30+00:00")
+    assert view["timestamp"].startswith("2026-03-01T23:00:30")  # formgrader: beside the due date
+    assert (lms["first_name"], lms["last_name"], lms["email"]) == (
+        "Bob", "Builder", "bob@uni.example",
+    )  # fmt: skip
+    assert (
+        lms["duedate"].startswith("2026-03-01 22:59:00")
+        and "late: 1 submission" in first["summary"]
+    )
 
 
 def test_part_8_graded_then_exported_agrees_everywhere(semester):

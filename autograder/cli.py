@@ -166,9 +166,11 @@ def _grade(args: argparse.Namespace) -> int:
         return 2
     student = args.student or _student_of(args.path)
     if not student:
+        folder = args.path.parent.name
         print(
-            f"error: {args.path}: no student name (grade-all would not grade it either): name the "
-            "file `<student>.ipynb`, or pass --student ID",
+            f"error: {args.path}: no student name (grade-all given this file would not grade it "
+            f"either): pass --student ID (given the folder above {folder}/, grade-all names "
+            f"it {folder!r}), or name the file `<student>.ipynb`",
             file=sys.stderr,
         )
         return 2

@@ -9,7 +9,9 @@ graded, every report says ``not graded yet``, never 0.
 ``<out>/`` holds
 
 * ``grades.csv``: one row per student, ``student, status, total, max_total, <part>...,
-  discussion, sandboxed, notes, file, received, graded_at``. A later run into the same folder
+  discussion, submitted_at, minutes_late, sandboxed, notes, file, received, graded_at``
+  (``submitted_at`` and ``minutes_late``: :mod:`autograder.submission_times`; ``notes`` names
+  every cell that raised, every part that did not finish, a student not on the roster). A later run into the same folder
   **merges by student**: a student graded again gets the new row, every other row stays, and
   what changed is printed (and appended to ``history.txt``). ``discussion`` and ``total`` are
   read from the gradebook of ``--course`` (or refreshed by ``python -m autograder export``).

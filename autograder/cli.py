@@ -6,9 +6,12 @@ Commands::
     python -m autograder grade-all DIR_OR_ZIP ... [--out DIR] [--jobs N] [--timeout S]
                                    [--no-feedback] [--no-histogram] [--source NB]
                                    [--course DIR [--allow-git]] [--scheduler tcp://HOST:PORT]
+                                   [--deadline ISO-TIME] [--roster CSV]
     python -m autograder export --course DIR [--out DIR] [--no-feedback]
 
-``grade`` prints a table per part, or with ``--json`` exactly one JSON object on stdout::
+``grade`` names the student as ``grade-all`` names the one file it is given, and prints a table
+per part with the totals of ``grades.csv`` (full marks 15, part 8 *not graded yet*), or with
+``--json`` exactly one JSON object on stdout (``max_total``: full marks)::
 
     {"total": float, "max_total": float, "status": str, "notes": str, "sandboxed": bool,
      "parts": {"<part key>": {"score": float, "max": float, "feedback": str}}}
@@ -80,7 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     one = commands.add_parser("grade", help="grade one notebook")
     one.add_argument("path", type=Path, help="the submitted .ipynb")
     one.add_argument("--json", action="store_true", help="print one JSON object only")
-    one.add_argument("--student", default=None, help="student id (default: from the file name)")
+    one.add_argument(
+        "--student",
+        default=None,
+        help="student id (default: from the file name, as grade-all names a file it is given)",
+    )
     common(one)
 
     many = commands.add_parser("grade-all", help="grade folders or zips of notebooks")
@@ -104,6 +111,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="let --course be inside a (private) git work tree; refused without it",
     )
     many.add_argument(
+        "--deadline",
+        default=None,
+        metavar="WHEN",
+        help="the assignment's deadline, ISO 8601 with its time zone (2026-03-01T23:59+01:00): "
+        "grades.csv and the summary show minutes late; with --course it is stored there and "
+        "used by later runs",
+    )
+    many.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        metavar="CSV",
+        help="the class roster (columns id, first_name, last_name, email): names go into the "
+        "course's gradebook; a submission of a student not on it is graded and flagged",
+    )
+    many.add_argument(
         "--scheduler",
         default=None,
         metavar="ADDRESS",
@@ -122,6 +145,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _student_of(path: Path) -> str:
+    """The student ``grade-all PATH`` would name for the one file ``path`` (``""``: none)."""
+    import tempfile
+
+    from .collect import collect
+
+    with tempfile.TemporaryDirectory(prefix="a2c-collect-") as scratch:
+        submissions, _ = collect([path], Path(scratch))
+    return submissions[0].student if submissions else ""
+
+
 def _grade(args: argparse.Namespace) -> int:
     from .pipeline import Grader
     from .report import format_table
@@ -131,8 +165,18 @@ def _grade(args: argparse.Namespace) -> int:
             f"error: {args.path} does not exist (give the path of a .ipynb file)", file=sys.stderr
         )
         return 2
+    student = args.student or _student_of(args.path)
+    if not student:
+        folder = args.path.parent.name
+        print(
+            f"error: {args.path}: no student name (grade-all given this file would not grade it "
+            f"either): pass --student ID (given the folder above {folder}/, grade-all names "
+            f"it {folder!r}), or name the file `<student>.ipynb`",
+            file=sys.stderr,
+        )
+        return 2
     with Grader(args.source, timeout=args.timeout, isolate=not args.no_sandbox) as grader:
-        result = grader.grade(args.path, student=args.student)
+        result = grader.grade(args.path, student=student)
     if args.json:
         print(json.dumps(result.as_dict()))
     else:
@@ -151,7 +195,12 @@ def _grade_all(args: argparse.Namespace) -> int:
     from .folders import check_course_dir
     from .outputs import read_rows
     from .pipeline import Grader, grade_many
+    from .roster import read_roster
+    from .submission_times import parse_deadline
 
+    deadline = parse_deadline(args.deadline) if args.deadline else None
+    if args.roster is not None:
+        read_roster(args.roster)  # a bad roster stops here, before any grading
     if args.course is not None:
         check_course_dir(args.course, allow_git=args.allow_git)
     read_rows(args.out / "grades.csv")  # refuse a foreign grades.csv before grading
@@ -176,6 +225,7 @@ def _grade_all(args: argparse.Namespace) -> int:
                 args.source, timeout=args.timeout, isolate=sandbox_here, course=args.course
             ) as grader:
                 grader.isolate = isolate  # what the workers do
+                grader.deadline, grader.roster = deadline, args.roster  # for the reports
                 results = grade_many(
                     grader,
                     submissions,
@@ -214,7 +264,13 @@ def _export(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    for name in ("path", "out", "source", "course"):  # nbgrader changes the working directory
+    for name in (
+        "path",
+        "out",
+        "source",
+        "course",
+        "roster",
+    ):  # nbgrader changes the working directory
         if getattr(args, name, None) is not None:
             setattr(args, name, getattr(args, name).resolve())
     try:

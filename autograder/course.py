@@ -33,6 +33,8 @@ from traitlets.config import Config
 
 from solutions.build_notebooks import ASSIGNMENT, SOURCE_NOTEBOOK
 
+from .nbgrader_steps import bonus_as_extra_credit
+
 __all__ = [
     "ASSIGNMENT",
     "NOTEBOOK",
@@ -190,6 +192,7 @@ def build_template(
         if (repo_root / package).is_dir():
             shutil.copytree(repo_root / package, template.lib / package, ignore=_IGNORED)
     run_nbgrader(template, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
+    bonus_as_extra_credit(template.db_url, ASSIGNMENT, NOTEBOOK)
     if not template.release_notebook.is_file():
         raise NbgraderError(f"generate_assignment wrote no {template.release_notebook}")
     return template
@@ -225,6 +228,7 @@ def open_course(folder: Path, source_notebook: Path = SOURCE_NOTEBOOK) -> Course
         shutil.copyfile(CONFIG_FILE, course.course / "nbgrader_config.py")
         shutil.copyfile(source_notebook, source)
         run_nbgrader(course, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
+    bonus_as_extra_credit(course.db_url, ASSIGNMENT, NOTEBOOK)  # an older course too
     return course
 
 
@@ -247,7 +251,9 @@ def autograde(
 ) -> Path:
     """Record ``notebook`` (already run) and the grader's ``record`` in the gradebook.
 
-    Runs ``nbgrader autograde`` without execution; returns the autograded notebook.
+    Runs ``nbgrader autograde`` without execution; returns the autograded notebook. In the
+    instructor's course, a part 8 graded for an earlier submission then waits for a grader
+    (:func:`autograder.part8.hold_for_grader`).
 
     Raises:
         NbgraderError: nbgrader could not record the notebook (its log is in the message).
@@ -264,6 +270,14 @@ def autograde(
     result = workspace.autograded_notebook(student)
     if not result.is_file():
         raise NbgraderError(f"nbgrader autograde wrote no {result}")
+    if workspace.persistent:  # a part 8 graded before waits for a grader (autograder.part8)
+        from nbgrader.api import Gradebook
+
+        from .part8 import hold_for_grader
+
+        with _NBGRADER_LOCK, warnings.catch_warnings(), Gradebook(workspace.db_url) as gradebook:
+            warnings.simplefilter("ignore")
+            hold_for_grader(gradebook, student, NOTEBOOK, ASSIGNMENT)
     return result
 
 

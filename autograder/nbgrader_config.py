@@ -44,12 +44,15 @@ c.Autograde.sanitize_preprocessors = [
 # Then nbgrader's default autograde steps without Execute (and without IgnorePattern, which
 # only filtered what Execute produced), with TrustedScores first: it replaces the outputs of
 # every graded cell by the grader's record, so SaveAutoGrades saves the grader's scores, never
-# what a cell displayed.
+# what a cell displayed. The bonus part's test cell is worth 0 in the gradebook (the grader sets
+# it after generate_assignment), so that formgrader and nbgrader's gradebook count full marks as
+# the course does (15, not 17): SaveExtraCredit records its points as nbgrader's extra credit.
 c.Autograde.autograde_preprocessors = [
     "autograder.nbgrader_steps.TrustedScores",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
+    "autograder.nbgrader_steps.SaveExtraCredit",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -88,6 +91,11 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 c.GenerateFeedback.exporter_class = "autograder.nbgrader_steps.FeedbackExporter"
+# nbgrader skips a student whose feedback/ folder exists and is newer than autograded/ ("Skipping
+# existing assignment"), but a part 8 score typed in formgrader changes only the gradebook: the
+# page would keep saying "part 8: not graded yet". Every `nbgrader generate_feedback` therefore
+# makes every page again from the gradebook (a page never reaches a student stale).
+c.GenerateFeedback.force = True
 c.FeedbackExporter.template_name = "a2c_feedback"
 from autograder.nbgrader_steps import FEEDBACK_TEMPLATES, nbgrader_templates  # noqa: E402
 

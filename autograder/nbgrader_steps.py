@@ -11,6 +11,10 @@ own, trusted process (:mod:`autograder.pipeline`). It then hands the notebook to
   those cells is gone. Without a record (``--TrustedScores.record=...``, which only the grader
   passes) it stops nbgrader with an error, so running ``nbgrader autograde`` by hand cannot
   grade a notebook's own outputs.
+* :class:`SaveExtraCredit` records the bonus part's points as nbgrader's *extra credit* (the
+  bonus cell is worth 0 in the gradebook, :func:`bonus_as_extra_credit`), so that formgrader,
+  nbgrader's gradebook and ``nbgrader export`` count full marks as the course does (15, not 17)
+  and the bonus in the student's score.
 * :class:`HideGradedTracebacks` cuts the traceback of an error in a graded cell to its last
   line in the feedback HTML (a traceback quotes the cell's source, hidden lines included).
 * :class:`GraderOnlyExporter` is the exporter of ``nbgrader autograde`` in this course. Run by
@@ -47,7 +51,9 @@ __all__ = [
     "GraderOnlyExporter",
     "HideGradedTracebacks",
     "SanitizeMarkdown",
+    "SaveExtraCredit",
     "TrustedScores",
+    "bonus_as_extra_credit",
     "error_line",
     "nbgrader_templates",
     "sanitize_markdown",
@@ -115,19 +121,107 @@ class TrustedScores(Preprocessor):
                 "would grade whatever the notebook's cells display."
             )
         scores = json.loads(Path(self.record).read_text(encoding="utf-8"))
+        extra = resources.setdefault("a2c_extra_credit", {})
         for cell in nb.cells:
             grade_id = _graded_code(cell)
             if grade_id is None:
                 continue
             entry = scores.get(grade_id, {"score": 0.0, "feedback": "not graded: no record"})
+            score = float(entry["score"])
+            if _is_extra_credit(cell):  # the bonus: 0 of 0 here, its points as extra credit
+                extra[grade_id], score = score, 0.0
             cell.outputs = [
                 new_output("stream", name="stdout", text=str(entry["feedback"]) + "\n"),
                 new_output(
                     "execute_result",
-                    data={"text/plain": repr(float(entry["score"]))},
+                    data={"text/plain": repr(score)},
                     execution_count=cell.get("execution_count"),
                 ),
             ]
+        return nb, resources
+
+
+def _is_extra_credit(cell: NotebookNode) -> bool:
+    """A bonus part's test cell whose gradebook maximum is 0 (:func:`bonus_as_extra_credit`)."""
+    from .checks import BONUS_PARTS
+
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    grade_id = str(meta.get("grade_id") or "")
+    bonus = grade_id.startswith("test_") and grade_id[len("test_") :] in BONUS_PARTS
+    return bonus and float(meta.get("points") or 0.0) == 0.0
+
+
+def bonus_as_extra_credit(db_url: str, assignment: str, notebook: str) -> None:
+    """Give each bonus part's test cell a maximum of 0 in the gradebook (idempotent).
+
+    nbgrader (formgrader, its gradebook, ``nbgrader export``) sums every grade cell's maximum
+    into full marks, so the 2-point bonus would make them 17; nbgrader's own way of scoring
+    above full marks is *extra credit*, which :class:`SaveExtraCredit` records for the bonus.
+    """
+    import warnings
+
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from .checks import BONUS_PARTS
+
+    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
+        warnings.simplefilter("ignore")
+        for key in sorted(BONUS_PARTS):
+            try:
+                cell = gradebook.find_grade_cell(f"test_{key}", notebook, assignment)
+                source = gradebook.find_source_cell(f"test_{key}", notebook, assignment)
+            except MissingEntry:
+                continue
+            if cell.max_score == 0.0:
+                continue
+            # nbgrader's checksum of a locked cell covers its points: keep the two in step
+            if source.checksum == _checksum(source, cell.max_score):
+                source.checksum = _checksum(source, 0.0)
+            cell.max_score = 0.0
+        gradebook.db.commit()
+
+
+def _checksum(source: Any, points: float) -> str:
+    """nbgrader's checksum of a test cell (a stored ``SourceCell``) worth ``points``."""
+    from nbformat.v4 import new_code_cell
+    from nbgrader.utils import compute_checksum
+
+    meta = {"grade": True, "solution": False, "locked": bool(source.locked)}
+    meta.update(grade_id=source.name, points=points)
+    cell = new_code_cell(source.source, metadata={"nbgrader": meta})
+    return compute_checksum(cell)
+
+
+class SaveExtraCredit(Preprocessor):
+    """After nbgrader's ``SaveAutoGrades``: each bonus part's score as the cell's extra credit.
+
+    The bonus cell is worth 0 in the gradebook (:func:`bonus_as_extra_credit`), so its score is
+    0 and the grader's points (:class:`TrustedScores` kept them) are its extra credit: nbgrader
+    counts them in the student's score, never in full marks.
+    """
+
+    enabled = Bool(True, help="nbconvert runs a preprocessor only when enabled").tag(config=True)
+
+    def preprocess(
+        self, nb: NotebookNode, resources: dict[str, Any]
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        import warnings
+
+        from nbgrader.api import Gradebook
+
+        extra = resources.get("a2c_extra_credit", {})
+        meta = resources["nbgrader"]
+        if not extra:
+            return nb, resources
+        with warnings.catch_warnings(), Gradebook(meta["db_url"]) as gradebook:
+            warnings.simplefilter("ignore")
+            for grade_id, score in extra.items():
+                grade = gradebook.find_grade(
+                    grade_id, meta["notebook"], meta["assignment"], meta["student"]
+                )
+                grade.auto_score, grade.extra_credit = 0.0, float(score)
+                grade.needs_manual_grade = False
+            gradebook.db.commit()
         return nb, resources
 
 
@@ -231,9 +325,9 @@ class CourseTotals(Preprocessor):
     def preprocess(
         self, nb: NotebookNode, resources: dict[str, Any]
     ) -> tuple[NotebookNode, dict[str, Any]]:
-        from .outputs import course_points, manual_scores
+        from .outputs import manual_scores
 
-        points = course_points(nb)
+        points = _release_points(nb, resources)
         meta = resources.get("nbgrader", {})
         student = meta.get("student", "")
         hand = manual_scores(meta["db_url"], [student]).get(student, {}) if meta else {}
@@ -244,6 +338,7 @@ class CourseTotals(Preprocessor):
             key = grade_id[len("test_") :] if grade_id.startswith("test_") else ""
             if key in points.auto:
                 kind = "bonus" if key in points.bonus else "autograded"
+                info["points"] = points.auto[key]  # the bonus's own points, not the gradebook's 0
                 score = float(info.get("score") or 0.0)
                 parts.append(
                     {"name": key, "score": score, "points": points.auto[key], "kind": kind}
@@ -268,6 +363,22 @@ class CourseTotals(Preprocessor):
             "explain": points.explain(),
         }
         return nb, resources
+
+
+def _release_points(nb: NotebookNode, resources: dict[str, Any]) -> Any:
+    """The course's points, from the release notebook of the course being converted (in the
+    gradebook, and so in the autograded notebook, the bonus part is worth 0: extra credit)."""
+    from .course import ASSIGNMENT, NOTEBOOK
+    from .outputs import course_points
+
+    folder = Path(str(resources.get("metadata", {}).get("path") or "."))
+    if len(folder.resolve().parents) > 2:  # <course>/autograded/<student>/<assignment>
+        release = folder.resolve().parents[2] / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+        if release.is_file():
+            import nbformat
+
+            return course_points(nbformat.read(release, as_version=4))
+    return course_points(nb)
 
 
 class FeedbackExporter(HTMLExporter):

@@ -9,7 +9,9 @@ graded, every report says ``not graded yet``, never 0.
 ``<out>/`` holds
 
 * ``grades.csv``: one row per student, ``student, status, total, max_total, <part>...,
-  discussion, sandboxed, notes, file, received, graded_at``. A later run into the same folder
+  discussion, submitted_at, minutes_late, sandboxed, notes, file, received, graded_at``
+  (``submitted_at`` and ``minutes_late``: :mod:`autograder.submission_times`; ``notes`` names
+  every cell that raised, every part that did not finish, a student not on the roster). A later run into the same folder
   **merges by student**: a student graded again gets the new row, every other row stays, and
   what changed is printed (and appended to ``history.txt``). ``discussion`` and ``total`` are
   read from the gradebook of ``--course`` (or refreshed by ``python -m autograder export``).
@@ -36,9 +38,12 @@ from typing import Any
 
 from .checks import BONUS_PARTS, PART_NAMES
 from .collect import Problem, Submission
+from .course import ASSIGNMENT
 from .folders import keep_received
 from .report import csv_cell
 from .results import GradeResult
+from .roster import NOT_ON_ROSTER, course_roster
+from .submission_times import course_deadline, minutes_late, record_times, submission_time
 
 __all__ = [
     "NOT_GRADED_YET",
@@ -61,7 +66,7 @@ __all__ = [
 
 NOT_GRADED_YET = "not graded yet"
 HEAD = ["student", "status", "total", "max_total"]
-TAIL = ["sandboxed", "notes", "file", "received", "graded_at"]
+TAIL = ["submitted_at", "minutes_late", "sandboxed", "notes", "file", "received", "graded_at"]
 
 
 @dataclass(frozen=True)
@@ -142,11 +147,12 @@ def manual_scores(db_url: str, students: Iterable[str]) -> dict[str, dict[str, f
 
 def hand_score(grade: Any) -> float | None:
     """A hand-graded cell's points: formgrader's score, nbgrader's own (0 for an answer left as
-    the stub), or ``None`` while it waits for formgrader."""
+    the stub), or ``None`` while it waits for formgrader; extra credit given there counts too."""
+    extra = float(grade.extra_credit or 0.0)  # formgrader's "extra credit" field
     if grade.manual_score is not None:
-        return float(grade.manual_score)
+        return float(grade.manual_score) + extra
     if grade.auto_score is not None and not grade.needs_manual_grade:
-        return float(grade.auto_score)
+        return float(grade.auto_score) + extra
     return None
 
 
@@ -174,7 +180,7 @@ def result_row(result: GradeResult, points: CoursePoints, when: str, received: s
         "status": result.status,
         "max_total": _fmt(points.full_marks),
         "sandboxed": ("yes" if result.sandboxed else "NO") if ran else "not run",
-        "notes": "; ".join(result.notes),
+        "notes": "; ".join([*result.notes, *result.unfinished_notes()]),
         "file": result.source,
         "received": received,
         "graded_at": when,
@@ -282,7 +288,9 @@ def merge_rows(
 def _describe(row: dict[str, str]) -> str:
     status = row.get("status", "")
     if status == "graded":
-        return f"{row.get('total', '')} of {row.get('max_total', '')}"
+        waiting = any(value == NOT_GRADED_YET for value in row.values())
+        text = f"{row.get('total', '')} of {row.get('max_total', '')}"
+        return text + (" (part 8 not graded yet)" if waiting else "")
     return status.split(":")[0] or "?"
 
 
@@ -334,6 +342,10 @@ def summary_text(rows: Sequence[dict[str, str]], points: CoursePoints) -> str:
             f"{statistics.median(scores):>8.2f}{max(scores):>7.2f}{full:>11.0%}"
         )
     lines.append(points.explain())
+    late = [row for row in rows if (_number(row.get("minutes_late", "")) or 0) > 0]
+    if late:
+        named = ", ".join(f"{_row_key(row)} ({row['minutes_late']} min)" for row in late)
+        lines.append(f"late: {len(late)} submission(s) after the deadline: {named}")
     if any(row.get(name) == NOT_GRADED_YET for row in graded for name in points.manual):
         lines.append("totals leave out part 8 where it is not graded yet")
     return "\n".join(lines)
@@ -401,12 +413,16 @@ def write_outputs(
     course_root: Path | None = None,
     db_url: str | None = None,
     histogram: bool = True,
+    deadline: datetime | None = None,
+    roster: dict[str, Any] | None = None,
 ) -> Written:
     """Keep the received files, merge this run's rows into ``out/grades.csv``, write the rest.
 
     ``results`` are this run's gradings (one per submission, named as the instructor knows
     its file in ``source``); ``problems`` the files that were not graded. With ``db_url`` (the
-    course's gradebook), the hand-graded columns come from there. Writes ``grades.csv``,
+    course's gradebook), the hand-graded columns come from there, and each submission's time
+    goes there (:mod:`autograder.submission_times`; ``deadline`` gives ``minutes_late``). A
+    student missing from ``roster`` (:mod:`autograder.roster`) is noted. Writes ``grades.csv``,
     ``summary.txt``, ``changes.txt`` (this run's changes), ``history.txt`` (every run's) and,
     with ``histogram``, ``scores.png``.
     """
@@ -430,11 +446,23 @@ def write_outputs(
         if kept is not None:
             received.setdefault(str(path), str(kept.relative_to(out)))
     origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}
+    times = {
+        str(sub.path): submission_time(sub.path, sub.origin, deadline, sub.mtime)
+        for sub in submissions
+    }
     new_rows = []
     for result in results:
         row = result_row(result, points, when, received.get(result.source, ""))
         row["file"] = origins.get(result.source, result.source)
         extra = notes.get(result.student, [])
+        stamp = times.get(result.source)
+        if stamp is not None:
+            row["submitted_at"] = stamp.iso()
+            row["minutes_late"] = str(minutes_late(stamp.when, deadline)) if deadline else ""
+            if stamp.source == "file time":
+                extra = [*extra, "submission time from the file's modification time"]
+        if roster is not None and result.student and result.student not in roster:
+            extra = [*extra, NOT_ON_ROSTER]
         row["notes"] = "; ".join(filter(None, [row["notes"], *extra]))
         new_rows.append(row)
     for problem in problems:
@@ -452,6 +480,11 @@ def write_outputs(
     old, old_columns = read_rows(out / "grades.csv")
     rows, changes = merge_rows(old, new_rows)
     if db_url is not None:
+        if course_root is not None:
+            by_student = {r.student: times[r.source] for r in results if r.source in times}
+            record_times(
+                course_root, db_url, ASSIGNMENT, {k: v for k, v in by_student.items() if k}
+            )
         refresh_manual(rows, points, db_url)
     columns = csv_columns(points, rows, old_columns)
     write_rows(rows, columns, out / "grades.csv")
@@ -479,12 +512,18 @@ def write_reports(
     not graded (duplicates aside)."""
     import nbformat
 
+    course = getattr(grader, "course", None)
+    db_url = course.db_url if course is not None else None
+    given = getattr(grader, "deadline", None)  # grade-all --deadline, --roster
+    deadline = course_deadline(db_url, ASSIGNMENT, given) if db_url else given
+    roster = course_roster(
+        getattr(grader, "roster", None), course.root if course is not None else None, db_url
+    )
     template = getattr(grader, "template", None)
     if template is not None:
         points = course_points(nbformat.read(template.release_notebook, as_version=4))
     else:  # a stand-in grader (tests): the parts it reported
         points = CoursePoints({k: p.max for r in results for k, p in r.parts.items()})
-    course = getattr(grader, "course", None)
     results = sorted(results, key=lambda result: result.student)
     write_outputs(
         out,
@@ -493,8 +532,10 @@ def write_reports(
         submissions,
         problems,
         course_root=course.root if course is not None else None,
-        db_url=course.db_url if course is not None else None,
+        db_url=db_url,
         histogram=histogram,
+        deadline=deadline,
+        roster=roster,
     )
     origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}
     for result in results:

@@ -60,11 +60,14 @@ def format_table(result: GradeResult, feedback: bool = True) -> str:
     if not result.sandboxed:
         lines.append("WARNING: NOT SANDBOXED: the notebook ran with your user's rights")
     mark = "" if result.graded else "*"
-    width = max([len("part"), *map(len, result.parts)])
+    label = "total" + (" so far" if result.manual else "")
+    width = max([len("part"), len(label), *map(len, result.parts), *map(len, result.manual)])
     lines.append(f"{'part':<{width}}  {'score':>7}  {'max':>5}")
     for key, part in result.parts.items():
         lines.append(f"{key:<{width}}  {part.score:>6.2f}{mark:1}  {part.max:>5g}")
-    lines.append(f"{'total':<{width}}  {result.total:>6.2f}{mark:1}  {result.max_total:>5g}")
+    for name, points in result.manual.items():
+        lines.append(f"{name:<{width}}  {'-':>7}  {points:>5g}  not graded yet (part 8, by hand)")
+    lines.append(f"{label:<{width}}  {result.total:>6.2f}{mark:1}  {result.max_total:>5g}")
     if not result.graded:
         lines.append(f"* NOT A GRADE ({printable(result.status.split(':')[0])}): review first")
     bonus = [key for key in result.parts if key in BONUS_PARTS]
@@ -72,15 +75,13 @@ def format_table(result: GradeResult, feedback: bool = True) -> str:
         lines.append(
             f"(bonus: {', '.join(bonus)}; its points count in the total, above full marks)"
         )
-    for name, points in result.manual.items():
-        lines.append(f"(+ {name}: {points:g} points graded by hand, not graded yet)")
     if result.manual:
-        full = result.max_total + sum(result.manual.values())
         lines.append(
-            f"full marks: {full:g} = {result.max_total:g} autograded + "
-            f"{sum(result.manual.values()):g} graded by hand"
+            f"full marks: {result.max_total:g} = {result.autograded_max:g} autograded + "
+            f"{sum(result.manual.values()):g} graded by hand; the total leaves out part 8 "
+            "until it is graded (grade-all --course, then formgrader)"
         )
-    for note in result.notes:
+    for note in [*result.notes, *result.unfinished_notes()]:
         lines.append(f"note: {printable(note)}")
     if feedback:
         for key, part in result.parts.items():

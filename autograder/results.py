@@ -22,6 +22,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from .checks import BONUS_PARTS
 from .course import ASSIGNMENT, NOTEBOOK
+from .part8 import earlier_in, earlier_note
 
 __all__ = ["GradeResult", "PartScore", "check_gradebook"]
 
@@ -36,6 +37,26 @@ class PartScore:
 
     def as_dict(self) -> dict[str, Any]:
         return {"score": self.score, "max": self.max, "feedback": self.feedback}
+
+
+#: What a part's feedback says (:mod:`autograder.judging`) when some of its checks did not
+#: finish, and the note the grades CSV gives it.
+_UNFINISHED = (
+    ("did not finish", "a check ran past its time limit (an endless loop?)"),
+    ("not run:", "checks were not run after others ran past their time limit"),
+    ("no result:", "the notebook stopped before its checks ran"),
+)
+
+
+def _unfinished_notes(parts: dict[str, PartScore]) -> list[str]:
+    """One note per part whose checks did not all finish, in part order (the row's notes must
+    name every such part, not just the first error of a cell)."""
+    notes = []
+    for key, part in parts.items():
+        why = [text for marker, text in _UNFINISHED if f"-- {marker}" in part.feedback]
+        if why:
+            notes.append(f"part {key} did not finish: {'; '.join(why)}")
+    return notes
 
 
 @dataclass
@@ -65,9 +86,19 @@ class GradeResult:
         return round(sum(part.score for part in self.parts.values()), 6)
 
     @property
-    def max_total(self) -> float:
-        """Full marks: the points of every part except the bonus ones (``BONUS_PARTS``)."""
+    def autograded_max(self) -> float:
+        """The points of every autograded part except the bonus ones (``BONUS_PARTS``)."""
         return round(sum(part.max for key, part in self.parts.items() if key not in BONUS_PARTS), 6)
+
+    @property
+    def max_total(self) -> float:
+        """Full marks, as ``grades.csv`` counts them: :attr:`autograded_max` plus the points
+        graded by hand (part 8, known once nbgrader recorded the notebook)."""
+        return round(self.autograded_max + sum(self.manual.values()), 6)
+
+    def unfinished_notes(self) -> list[str]:
+        """One note per part whose checks did not all finish (an endless loop, a crash)."""
+        return _unfinished_notes(self.parts)
 
     def as_dict(self) -> dict[str, Any]:
         """``{"total", "max_total", "status", "notes", "sandboxed", "parts"}``."""
@@ -75,7 +106,7 @@ class GradeResult:
             "total": self.total,
             "max_total": self.max_total,
             "status": self.status,
-            "notes": "; ".join(self.notes),
+            "notes": "; ".join([*self.notes, *self.unfinished_notes()]),
             "sandboxed": self.sandboxed,
             "parts": {key: part.as_dict() for key, part in self.parts.items()},
         }
@@ -117,6 +148,8 @@ class GradeResult:
 def check_gradebook(db_url: str, student: str, result: GradeResult) -> list[str]:
     """Compare the gradebook's autograded scores with ``result``; fill ``result.manual``.
 
+    A part 8 score of an earlier submission (:mod:`autograder.part8`) is added to the notes.
+
     Returns one line per difference (empty: the gradebook holds exactly the grader's scores).
     """
     problems = []
@@ -134,14 +167,15 @@ def check_gradebook(db_url: str, student: str, result: GradeResult) -> list[str]
             key = name[len("test_") :]
             seen.add(key)
             part = result.parts.get(key)
-            got = float(grade.auto_score or 0.0)
-            if (
-                part is None
-                or abs(got - part.score) > 1e-6
-                or abs(grade.max_score - part.max) > 1e-6
-            ):
+            got = float(grade.auto_score or 0.0) + float(grade.extra_credit or 0.0)
+            # a bonus part is worth 0 in the gradebook, its points are extra credit
+            top = 0.0 if key in BONUS_PARTS else (part.max if part else 0.0)
+            if part is None or abs(got - part.score) > 1e-6 or abs(grade.max_score - top) > 1e-6:
                 want = "no score" if part is None else f"{part.score:g} / {part.max:g}"
                 problems.append(f"{name}: gradebook {got:g} / {grade.max_score:g}, grader {want}")
         for key in set(result.parts) - seen:
             problems.append(f"test_{key}: in the grader's record but not in the gradebook")
+        note = earlier_note(earlier_in(submission))
+        if note and note not in result.notes:
+            result.notes.append(note)
     return problems

@@ -131,8 +131,8 @@ def test_a_second_run_merges_by_student_and_says_what_changed(tmp_path: Path) ->
     assert rows["alice"]["total"] == "7" and rows["alice"]["remark"] == "talked to her"
     assert rows["bob"]["total"] == "3.5" and rows["carol"]["total"] == "5"
     assert written.changes == [
-        "replaced bob: 0 of 8 -> 3.5 of 8",
-        "added    carol: 5 of 8",
+        "replaced bob: 0 of 8 (part 8 not graded yet) -> 3.5 of 8 (part 8 not graded yet)",
+        "added    carol: 5 of 8 (part 8 not graded yet)",
         "kept     1 earlier row(s) as they were",
     ]
     assert (out / "changes.txt").read_text().splitlines() == written.changes
@@ -229,6 +229,35 @@ def test_terminal_output_carries_no_escape_sequences() -> None:
     table = format_table(result)
     assert "\x1b" not in table and "\r" not in table and "\x00" not in table
     assert "note: status: graded" in table and "fine red" in table
+
+
+def test_grade_and_grade_all_give_one_total_and_name_every_unfinished_part(tmp_path) -> None:
+    """`grade`'s table says 4 of 8 as grade-all's CSV does, and both name every part that
+    did not finish (a syntax error's cell and an endless loop's part alike)."""
+    result = _result("carol", add=2, mul=3, gae=2)
+    result.manual = dict(POINTS.manual)
+    result.notes.append("cell 4 (model): SyntaxError: invalid syntax")
+    result.parts["mul"] = PartScore(0, 3, "Part 'mul': 0 / 3\n  FAIL [3.00 pt] x -- did not finish")
+    table = format_table(result, feedback=False)
+    assert "total so far    4.00       8" in table  # 2 + 0 + 2 (bonus) of 2 + 3 + 3 (part 8)
+    assert "discussion          -      3  not graded yet (part 8, by hand)" in table
+    assert "note: part mul did not finish: a check ran past its time limit" in table
+    out = tmp_path / "out"
+    write_outputs(out, [result], POINTS, histogram=False)
+    row = read_rows(out / "grades.csv")[0][0]
+    assert (row["total"], row["max_total"]) == ("4", "8")
+    assert "SyntaxError" in row["notes"] and "part mul did not finish" in row["notes"]
+    assert (
+        result.as_dict()["max_total"] == 8
+        and "part mul did not finish" in result.as_dict()["notes"]
+    )
+
+
+def test_grade_names_a_file_as_grade_all_does(tmp_path: Path, capsys) -> None:
+    """A file grade-all could not name is refused by `grade` too, before any grading."""
+    nameless = _write(tmp_path / "a2c.ipynb")
+    assert main(["grade", str(nameless)]) == 2
+    assert "no student name" in capsys.readouterr().err
 
 
 def test_markdown_loses_scripts_handlers_and_script_links() -> None:

@@ -65,7 +65,12 @@ def _gradebook(course: Path) -> dict[str, dict[str, tuple]]:
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         return {
             student.id: {
-                grade.name: (grade.auto_score, grade.manual_score, grade.needs_manual_grade)
+                grade.name: (
+                    grade.auto_score,
+                    grade.manual_score,
+                    grade.needs_manual_grade,
+                    grade.extra_credit,
+                )
                 for grade in gradebook.find_submission_notebook("a2c", "a2c", student.id).grades
             }
             for student in gradebook.students
@@ -193,7 +198,7 @@ def test_nbgrader_autograde_by_hand_removes_nothing(semester):
     assert button["success"] is False and "python -m autograder grade-all" in button["log"]
     assert semester["after_buttons"] == semester["before_buttons"]
     scores = semester["after_buttons"][1]["alice"]
-    assert scores["test_a2c"][0] == 4.0 and scores["test_gae"][0] == 2.0
+    assert scores["test_a2c"][0] == 4.0 and scores["test_gae"][::3] == (0.0, 2.0)  # extra credit
 
 
 def test_feedback_before_part_8_says_not_graded_yet_and_runs_nothing(semester):

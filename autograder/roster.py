@@ -1,0 +1,98 @@
+"""The class roster: students' names and e-mails, and who is on it.
+
+``grade-all --roster roster.csv`` reads a CSV with a header row and the columns ``id``
+(required: the student id the grader names each submission by, i.e. the folder or file name),
+and optionally ``first_name``, ``last_name`` and ``email``. With ``--course``, the names and
+e-mails go into the gradebook (formgrader and ``nbgrader export`` show them) and the roster is
+kept in the course as ``roster.csv``, so that later runs into the course use it without the
+option.
+
+A submission whose student is not on the roster is **flagged, never dropped**: it is graded,
+and its row in the grades CSV says ``not on the roster`` (a typo in a folder name, or a
+student who joined late).
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["MAX_ROWS", "NOT_ON_ROSTER", "RosterStudent", "course_roster", "read_roster"]
+
+#: A roster longer than this is refused (no class is that big; a wrong file may be).
+MAX_ROWS = 100_000
+#: The note a row gets when its student is not on the roster.
+NOT_ON_ROSTER = "not on the roster: check the folder or file name"
+_COLUMNS = ("id", "first_name", "last_name", "email")
+
+
+@dataclass(frozen=True)
+class RosterStudent:
+    """One student of the roster."""
+
+    id: str
+    first_name: str = ""
+    last_name: str = ""
+    email: str = ""
+
+
+def read_roster(path: Path) -> dict[str, RosterStudent]:
+    """``{student id: RosterStudent}`` from the roster CSV at ``path``.
+
+    Raises:
+        ValueError: no ``id`` column, an empty or repeated id, or more than :data:`MAX_ROWS`
+            rows (the message names the row).
+        FileNotFoundError: ``path`` does not exist.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"--roster {path}: no such file (a CSV with an `id` column)")
+    students: dict[str, RosterStudent] = {}
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        fields = [str(name).strip().lower() for name in reader.fieldnames or []]
+        if "id" not in fields:
+            raise ValueError(
+                f"--roster {path}: no `id` column (the header row must name the columns: id, "
+                f"and optionally first_name, last_name, email); found {fields[:8]}"
+            )
+        reader.fieldnames = fields
+        for line, row in enumerate(reader, start=2):
+            if line - 1 > MAX_ROWS:
+                raise ValueError(f"--roster {path}: more than {MAX_ROWS} rows")
+            values = {key: str(row.get(key) or "").strip() for key in _COLUMNS}
+            if not values["id"]:
+                raise ValueError(f"--roster {path}, row {line}: the `id` is empty")
+            if values["id"] in students:
+                raise ValueError(f"--roster {path}, row {line}: id {values['id']!r} repeated")
+            students[values["id"]] = RosterStudent(**values)
+    return students
+
+
+def course_roster(
+    given: Path | None, course_root: Path | None, db_url: str | None
+) -> dict[str, RosterStudent] | None:
+    """The roster of this run: ``given`` (kept in the course, its names put in the gradebook),
+    else the course's ``roster.csv``, else ``None`` (no roster: nobody is flagged)."""
+    kept = Path(course_root) / "roster.csv" if course_root is not None else None
+    if given is None:
+        return read_roster(kept) if kept is not None and kept.is_file() else None
+    roster = read_roster(given)
+    if kept is not None and Path(given).resolve() != kept.resolve():
+        shutil.copyfile(given, kept)
+    if db_url is not None:
+        from nbgrader.api import Gradebook
+
+        with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
+            warnings.simplefilter("ignore")
+            for student in roster.values():
+                gradebook.update_or_create_student(
+                    student.id,
+                    first_name=student.first_name or None,
+                    last_name=student.last_name or None,
+                    email=student.email or None,
+                )
+    return roster

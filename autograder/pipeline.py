@@ -341,7 +341,7 @@ class Grader:
             with _JUDGE_LOCK:
                 self._judge(result, nb, plan, ran)
             result.timings["judge"] = time.perf_counter() - judged
-            keep_submitted_outputs(nb)
+            result.notes += keep_submitted_outputs(nb)
             result.notes += safe_markdown(nb, self._release)
             return Assessment(result, nbformat.writes(nb))
         except Exception as error:  # noqa: BLE001 - one submission never stops the class

@@ -20,7 +20,7 @@ from nbformat import NotebookNode
 from .repair import graded_part
 from .report import printable
 
-__all__ = ["MARK", "SAFE_MIME", "keep_submitted_outputs", "plain_text"]
+__all__ = ["MARK", "NO_VIDEO", "SAFE_MIME", "keep_submitted_outputs", "plain_text"]
 
 SAFE_MIME = ("text/plain", "image/png", "image/jpeg")
 #: The first line above a cell's kept outputs.
@@ -28,6 +28,11 @@ MARK = "[output as submitted by the student; not re-run by the grader]\n"
 MAX_OUTPUTS = 50  #: per cell
 MAX_TEXT = 100_000  #: characters per text output
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]{1,20000000}")
+#: The note for a submission whose outputs hold no still frames of the agent's video.
+NO_VIDEO = (
+    "part 8: no video of the agent in the submitted outputs (no still frames of record_video's "
+    "result: the notebook was not run to the end, or with an older course_lib)"
+)
 
 
 def plain_text(text: Any, limit: int = MAX_TEXT) -> str:
@@ -67,8 +72,14 @@ def _safe(output: Any) -> NotebookNode | None:
     return None
 
 
-def keep_submitted_outputs(nb: NotebookNode) -> None:
-    """Filter and mark the outputs of ``nb`` in place (see the module docstring)."""
+def _is_video(output: NotebookNode) -> bool:
+    data = output.get("data", {})
+    return "image/png" in data and data.get("text/plain", "").startswith("VideoResult")
+
+
+def keep_submitted_outputs(nb: NotebookNode) -> list[str]:
+    """Filter and mark the outputs of ``nb`` in place (see the module docstring); the notes."""
+    video = False
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -78,3 +89,5 @@ def keep_submitted_outputs(nb: NotebookNode) -> None:
         if kept:
             kept = [nbformat.v4.new_output("stream", name="stdout", text=MARK), *kept]
         cell.outputs = kept[: MAX_OUTPUTS + 1]
+        video = video or any(_is_video(output) for output in cell.outputs)
+    return [] if video else [NO_VIDEO]

@@ -22,6 +22,7 @@ import zlib
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 from autograder import collect as collect_module
@@ -346,3 +347,29 @@ def test_grade_all_keeps_each_grade_with_its_student(tmp_path: Path) -> None:
     kept = nbformat.read(stored, as_version=4)
     answer = next(c for c in kept.cells if "attachment:image.png" in c.get("source", ""))
     assert set(answer.attachments) == {"image.png"} and "My score rose" in answer.source
+
+
+def test_the_agents_video_reaches_the_grader_as_still_frames(tmp_path: Path) -> None:
+    """record_video's result, as a notebook saves it: the PNG of stills passes the filter."""
+    from IPython.core.formatters import DisplayFormatter
+
+    from autograder.submitted_outputs import NO_VIDEO, keep_submitted_outputs
+    from course_lib.video import VideoResult, still_frames
+
+    frames = [np.full((210, 160, 3), level, dtype=np.uint8) for level in range(0, 250, 10)]
+    path = tmp_path / "a2c_agent.gif"
+    path.write_bytes(b"GIF89a")
+    result = VideoResult(path, 300.0, 24, len(frames), True, still_frames(frames))
+    data, _ = DisplayFormatter().format(result)
+    data["image/png"] = base64.b64encode(data["image/png"]).decode()  # as the kernel sends it
+    shown = nbformat.v4.new_output("execute_result", data=data, execution_count=3)
+    nb = course_submission()
+    last = next(
+        c for c in reversed(nb.cells) if c.cell_type == "code" and "record_video(" in c.source
+    )
+    last.outputs = [shown]
+    assert keep_submitted_outputs(nb) == []
+    kept = last.outputs[1]["data"]
+    assert set(kept) == {"text/plain", "image/png"} and "<video" not in str(last.outputs)
+    assert base64.b64decode(kept["image/png"]).startswith(b"\x89PNG")
+    assert keep_submitted_outputs(course_submission()) == [NO_VIDEO]

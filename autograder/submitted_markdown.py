@@ -10,8 +10,9 @@ what nbgrader records, formgrader shows and the feedback renders is already safe
   of at most :data:`MAX_IMAGE_BYTES` is kept (:data:`MAX_IMAGES_BYTES` per notebook); any other
   attachment is dropped with a note, and a reference to a dropped or missing attachment is
   pointed elsewhere (nbconvert stops on ``attachment:`` names a cell does not hold);
-* **sizes are capped**: a markdown cell longer than :data:`MAX_MARKDOWN_CELL` characters, or past
-  :data:`MAX_MARKDOWN_TOTAL` for the notebook, is replaced by a note;
+* **sizes are capped**: a markdown cell longer than :data:`MAX_MARKDOWN_CELL` characters is
+  replaced by a note (the whole notebook's cell text is capped when it is read:
+  :data:`autograder.submission_file.MAX_SOURCE_CHARS`);
 * **active HTML is removed** from every other cell (:func:`autograder.markdown_safety.sanitize_markdown`,
   linear in the cell).
 """
@@ -32,12 +33,10 @@ __all__ = [
     "MAX_IMAGES_BYTES",
     "MAX_IMAGE_BYTES",
     "MAX_MARKDOWN_CELL",
-    "MAX_MARKDOWN_TOTAL",
     "safe_markdown",
 ]
 
 MAX_MARKDOWN_CELL = 100_000  #: characters of one markdown cell
-MAX_MARKDOWN_TOTAL = 1_000_000  #: characters of all the student's markdown cells
 MAX_IMAGE_BYTES = 2 * 1024**2  #: one pasted image, decoded
 MAX_IMAGES_BYTES = 10 * 1024**2  #: all pasted images of a notebook, decoded
 _MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
@@ -105,7 +104,7 @@ def safe_markdown(nb: NotebookNode, release: NotebookNode) -> list[str]:
     """Make the markdown cells of ``nb`` safe in place (see the module docstring); the notes."""
     released = {cell.source for cell in release.cells if cell.cell_type == "markdown"}
     notes: list[str] = []
-    budget, images = MAX_MARKDOWN_TOTAL, MAX_IMAGES_BYTES
+    images = MAX_IMAGES_BYTES
     for index, cell in enumerate(nb.cells):
         if cell.get("cell_type") != "markdown":
             continue
@@ -125,7 +124,7 @@ def safe_markdown(nb: NotebookNode, release: NotebookNode) -> list[str]:
             cell.pop("attachments", None)
         if cell.source in released:
             continue
-        if len(cell.source) > min(MAX_MARKDOWN_CELL, budget):
+        if len(cell.source) > MAX_MARKDOWN_CELL:
             notes.append(f"{where}: {len(cell.source)} characters, not shown (too long)")
             cell.source = (
                 f"*[The grader left this cell out: {len(cell.source)} characters, more than a "
@@ -133,7 +132,6 @@ def safe_markdown(nb: NotebookNode, release: NotebookNode) -> list[str]:
             )
             cell.pop("attachments", None)
             continue
-        budget -= len(cell.source)
         clean = sanitize_markdown(cell.source)
         if clean is not None:
             cell.source = clean

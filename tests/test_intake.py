@@ -29,7 +29,12 @@ from autograder import collect as collect_module
 from autograder.collect import collect, student_id
 from autograder.markdown_safety import NOTE, clean_html, sanitize_markdown
 from autograder.nbgrader_steps import SanitizeMarkdown
-from autograder.submission_file import MAX_CELLS, UnreadableNotebook, parse_notebook
+from autograder.submission_file import (
+    MAX_CELLS,
+    MAX_SOURCE_CHARS,
+    UnreadableNotebook,
+    parse_notebook,
+)
 from autograder.submitted_markdown import safe_markdown
 from tests.submissions.course import course_submission
 
@@ -373,3 +378,29 @@ def test_the_agents_video_reaches_the_grader_as_still_frames(tmp_path: Path) -> 
     assert set(kept) == {"text/plain", "image/png"} and "<video" not in str(last.outputs)
     assert base64.b64decode(kept["image/png"]).startswith(b"\x89PNG")
     assert keep_submitted_outputs(course_submission()) == [NO_VIDEO]
+
+
+def test_a_notebook_of_too_much_cell_text_is_refused() -> None:
+    """A 1 MB code cell (the feedback page would highlight it under nbgrader's lock): refused."""
+    nb = course_submission(append={"model": "x = 1  # padding\n" * 60_000})
+    with pytest.raises(UnreadableNotebook, match=f"more than the {MAX_SOURCE_CHARS}"):
+        parse_notebook(nbformat.writes(nb).encode(), "big.ipynb")
+    assert parse_notebook(nbformat.writes(course_submission()).encode()).cells
+
+
+def test_outputs_past_the_notebooks_budget_are_dropped_with_a_note() -> None:
+    """300 outputs of 10,000 characters: the first million characters kept, the rest noted."""
+    from autograder.repair import graded_part
+    from autograder.submitted_outputs import MAX_TOTAL_TEXT, keep_submitted_outputs
+
+    nb = course_submission()
+    code = [c for c in nb.cells if c.cell_type == "code" and not graded_part(c)]
+    assert len(code) >= 6
+    for cell in code[:6]:
+        cell.outputs = [
+            nbformat.v4.new_output("stream", name="stdout", text="y" * 10_000) for _ in range(50)
+        ]
+    notes = keep_submitted_outputs(nb)
+    kept = sum(len(o.get("text", "")) for c in nb.cells for o in c.get("outputs", []))
+    assert MAX_TOTAL_TEXT - 10_000 < kept <= MAX_TOTAL_TEXT + 10_000
+    assert any("outputs not kept" in note for note in notes), notes

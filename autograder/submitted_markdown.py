@@ -36,7 +36,7 @@ __all__ = [
     "safe_markdown",
 ]
 
-MAX_MARKDOWN_CELL = 100_000  #: characters of one markdown cell
+MAX_MARKDOWN_CELL = 20_000  #: characters of a markdown cell (a part 8 answer: a few hundred words)
 MAX_IMAGE_BYTES = 2 * 1024**2  #: one pasted image, decoded
 MAX_IMAGES_BYTES = 10 * 1024**2  #: all pasted images of a notebook, decoded
 _MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}

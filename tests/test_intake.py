@@ -327,7 +327,10 @@ def test_grade_all_keeps_each_grade_with_its_student(tmp_path: Path) -> None:
     _write(mallory / "a2c.ipynb", RELEASE.read_text(), mtime=1e9)
     _write(mallory / "submitted/alice/x/a2c.ipynb", RELEASE.read_text(), mtime=2e9)
     _write(mallory / "submitted/zz-fake1/x/a2c.ipynb", RELEASE.read_text(), mtime=2e9)
-    nbformat.write(course_submission(), _write(exchange / "---/a2c/a2c.ipynb"))
+    costly = "<script>alert(1)</script>" + "<b><i><em><strong>x</p>" * 740  # 17 KB
+    nbformat.write(
+        course_submission(replace={"discussion": costly}), _write(exchange / "---/a2c/a2c.ipynb")
+    )
     done = subprocess.run(
         [sys.executable, "-m", "autograder", "grade-all", "exchange", "--out", "out"]
         + ["--course", "course", "--jobs", "2"],
@@ -344,7 +347,11 @@ def test_grade_all_keeps_each_grade_with_its_student(tmp_path: Path) -> None:
     alice = rows["alice"]
     assert alice["status"] == "graded" and alice["total"] == "14", alice
     assert "duplicate" not in alice["notes"] and "attachments left out" not in alice["notes"]
-    assert rows[unnamed[0]]["status"] == "graded" and rows[unnamed[0]]["total"] == "14"
+    other = rows[unnamed[0]]
+    assert other["status"] == "graded" and other["total"] == "14", other
+    assert "active HTML removed" in other["notes"]
+    page = (tmp_path / f"out/feedback/{unnamed[0]}.html").read_text(encoding="utf-8")
+    assert "<script>alert(1)" not in page and "The grader removed active HTML" in page
     assert rows["mallory"]["status"] == "graded"
     html = (tmp_path / "out/feedback/alice.html").read_text(encoding="utf-8")
     assert "removed active HTML" not in html and "$\\log A$" in html

@@ -9,8 +9,8 @@ code and math, so each ``<`` left is a tag):
 * a tag is kept only when its name is on :data:`ALLOWED_TAGS`, written back in a canonical form
   with the attributes :data:`ALLOWED_ATTRIBUTES` lists whose URLs (``href``, ``src``) are
   relative or have a scheme of :data:`ALLOWED_SCHEMES` (as a browser reads them: entities
-  decoded, spaces and control characters ignored); any other tag, comment or declaration
-  becomes text (``&lt;``);
+  decoded, spaces and control characters ignored); a well-formed comment is dropped (it shows
+  nothing); any other tag or declaration is shown as text (its ``<`` become ``&lt;``);
 * MathJax commands that make links or load code (``\\href``, ``\\require``, ...) lose their
   backslash's power.
 
@@ -32,6 +32,8 @@ __all__ = [
     "COMMON_ATTRIBUTES",
     "MAX_TAG",
     "NOTE",
+    "clean_html",
+    "render_markdown",
     "safe_url",
     "sanitize_markdown",
 ]
@@ -48,7 +50,8 @@ ALLOWED_ATTRIBUTES = {"a": ("href",), "img": ("src", "alt", "width", "height")}
 #: Inert attributes nbconvert's own rendering writes (heading ids, code classes) and tables use.
 COMMON_ATTRIBUTES = ("id", "class", "title", "align", "colspan", "rowspan")
 ALLOWED_SCHEMES = frozenset({"http", "https", "mailto", "attachment"})
-#: A tag longer than this is not read as a tag (its ``<`` is shown as text).
+#: A tag not closed within this many characters is shown as text, with what follows it up to
+#: that length.
 MAX_TAG = 4096
 #: Appended (as markdown) to a cell the pass changed.
 NOTE = (
@@ -72,7 +75,7 @@ def safe_url(url: str) -> bool:
             return text[:index] in ALLOWED_SCHEMES
         if ch in "/?#":
             return True
-    return True
+    return len(url) <= _SCHEME_WINDOW  # padding hid where the scheme ends: refused
 
 
 def _attributes(text: str, start: int, end: int) -> list[tuple[str, str]] | None:

@@ -188,6 +188,7 @@ HOSTILE = (
     "[a](javascript:alert(3)) [b](jav&#x61;script:alert(4)) <javascript:alert(5)>\n\n"
     '<x title="<script>alert(6)</script>">t</x> <a href="jav\tascript:alert(7)">l</a> '
     "$\\href{javascript:alert(8)}{m}$ <b"
+    f'\n\n<a href="{"&#9;" * 80}javascript:alert(9)">padded</a>'
 )
 
 

@@ -24,7 +24,9 @@ own, trusted process (:mod:`autograder.pipeline`). It then hands the notebook to
   ``--force``.
 * :class:`SanitizeMarkdown` makes the markdown cells a student could edit safe to show in a
   browser (formgrader renders the stored notebook's markdown as HTML, unsanitized): scripts,
-  event handlers, ``javascript:`` links and other active HTML are removed.
+  event handlers, ``javascript:`` links and other active HTML are removed
+  (:mod:`autograder.markdown_safety`; the grader already did it before recording, see
+  :mod:`autograder.submitted_markdown`, so this is a second line).
 * :class:`CourseTotals` and :class:`FeedbackExporter` (template ``a2c_feedback``) give the
   feedback HTML the course's one set of totals: full marks = autograded points without the
   bonus + part 8, the bonus counted above full marks, and part 8 shown as *not graded yet*
@@ -43,6 +45,8 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from traitlets import Bool, Unicode
+
+from .markdown_safety import sanitize_markdown
 
 __all__ = [
     "FEEDBACK_TEMPLATES",
@@ -260,39 +264,6 @@ class GraderOnlyExporter(NotebookExporter):
             message = _REFUSAL.format(course=Path(course).resolve())
             self.log.error(message)  # nbgrader's command line exits without printing it
             raise NbGraderException(message)
-
-
-#: HTML a markdown cell may keep: text formatting, lists, tables, headings, links, images.
-_TAGS = {
-    *("a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5"),
-    *("h6", "hr", "i", "img", "li", "ol", "p", "pre", "span", "strong", "sub", "sup", "table"),
-    *("tbody", "td", "th", "thead", "tr", "ul", "div"),
-}
-_ATTRIBUTES = {"a": ["href", "title"], "img": ["src", "alt", "title", "width", "height"]}
-_PROTOCOLS = {"http", "https", "mailto", "attachment"}
-_SANITIZED_NOTE = (
-    "\n\n<p><em>[The grader removed active HTML (a script, an event handler or an unsafe link) "
-    "from this cell before showing it; the file as submitted is kept in received/.]</em></p>"
-)
-
-
-def sanitize_markdown(source: str) -> str | None:
-    """Safe markdown for ``source``, or ``None`` when it is safe already.
-
-    The markdown is rendered as nbconvert renders it, then cleaned (an allow-list of tags and
-    attributes, links and images only over http(s), mailto and cell attachments); a cell whose
-    rendering the cleaning changes is replaced by the cleaned HTML, which markdown shows as is.
-    """
-    import bleach
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
-
-    html = markdown2html_mistune(source)
-    clean = bleach.clean(
-        html, tags=_TAGS, attributes=_ATTRIBUTES, protocols=_PROTOCOLS, strip=False
-    )
-    if clean == html:
-        return None
-    return clean + _SANITIZED_NOTE
 
 
 class SanitizeMarkdown(Preprocessor):

@@ -75,6 +75,7 @@ from .results import GradeResult, PartScore, check_gradebook
 from .runtime import record as records
 from .sandbox import DEFAULT_LIMITS, SCRATCH, SandboxLimits, require_sandbox, run_in_sandbox
 from .submission_file import UnreadableNotebook, parse_notebook, read_bytes
+from .submitted_markdown import safe_markdown
 from .submitted_outputs import keep_submitted_outputs
 
 __all__ = ["Assessment", "Grader", "check_jobs", "check_timeout", "grade_many", "read_channel"]
@@ -340,7 +341,8 @@ class Grader:
             with _JUDGE_LOCK:
                 self._judge(result, nb, plan, ran)
             result.timings["judge"] = time.perf_counter() - judged
-            keep_submitted_outputs(nb)
+            result.notes += keep_submitted_outputs(nb)
+            result.notes += safe_markdown(nb, self._release)
             return Assessment(result, nbformat.writes(nb))
         except Exception as error:  # noqa: BLE001 - one submission never stops the class
             result.status = f"error: the grader failed on this submission ({type(error).__name__})"

@@ -3,7 +3,8 @@
 A submission is the student's: it may be huge, a link to one of the instructor's files, a FIFO
 that never ends, or not a notebook at all. :func:`read_bytes` gets its bytes without following
 a link and without reading past :data:`MAX_NOTEBOOK_BYTES`; :func:`parse_notebook` turns them
-into a notebook leniently (a Colab download is valid nbformat and is kept as it is; only
+into a notebook (at most :data:`MAX_CELLS` cells and :data:`MAX_SOURCE_CHARS` characters of
+cell text) leniently (a Colab download is valid nbformat and is kept as it is; only
 ``metadata.widgets``, whose saved state often breaks nbconvert, is dropped). Both raise
 :class:`UnreadableNotebook` with a message for the instructor.
 """
@@ -18,11 +19,24 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-__all__ = ["MAX_NOTEBOOK_BYTES", "UnreadableNotebook", "parse_notebook", "read_bytes"]
+__all__ = [
+    "MAX_CELLS",
+    "MAX_NOTEBOOK_BYTES",
+    "MAX_SOURCE_CHARS",
+    "UnreadableNotebook",
+    "parse_notebook",
+    "read_bytes",
+]
 
 #: Larger files are refused before parsing (a notebook with a long training run's plots and a
 #: video is a few MB).
 MAX_NOTEBOOK_BYTES = 50 * 1024**2
+#: More cells are refused before nbformat reads them (the course notebook has about 40; each
+#: step of grading, recording and feedback costs something per cell).
+MAX_CELLS = 2000
+#: More characters of cell text (code and markdown, outputs apart) are refused too: the course
+#: notebook has about 45,000, and the feedback page highlights every code cell.
+MAX_SOURCE_CHARS = 250_000
 
 
 class UnreadableNotebook(ValueError):
@@ -57,6 +71,13 @@ def read_bytes(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
     return data
 
 
+def _source_length(cell: object) -> int:
+    source = cell.get("source", "") if isinstance(cell, dict) else ""
+    if isinstance(source, list):
+        return sum(len(line) if isinstance(line, str) else 0 for line in source)
+    return len(source) if isinstance(source, str) else 0
+
+
 def parse_notebook(data: bytes, name: str = "notebook") -> NotebookNode:
     """``data`` as a notebook (nbformat 4); see the module docstring."""
     if len(data) > MAX_NOTEBOOK_BYTES:
@@ -71,6 +92,17 @@ def parse_notebook(data: bytes, name: str = "notebook") -> NotebookNode:
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
         raise UnreadableNotebook(
             f"{name}: JSON without a list of `cells`, so not a Jupyter notebook."
+        )
+    if len(raw["cells"]) > MAX_CELLS:
+        raise UnreadableNotebook(
+            f"{name}: {len(raw['cells'])} cells, more than the {MAX_CELLS} a notebook may have; "
+            "ask the student to merge or delete cells and resubmit."
+        )
+    text = sum(_source_length(cell) for cell in raw["cells"])
+    if text > MAX_SOURCE_CHARS:
+        raise UnreadableNotebook(
+            f"{name}: {text} characters in its cells, more than the {MAX_SOURCE_CHARS} a notebook "
+            "may have (outputs apart); ask the student to remove pasted data and resubmit."
         )
     if isinstance(raw.get("metadata"), dict):
         raw["metadata"].pop("widgets", None)

@@ -20,14 +20,23 @@ from nbformat import NotebookNode
 from .repair import graded_part
 from .report import printable
 
-__all__ = ["MARK", "SAFE_MIME", "keep_submitted_outputs", "plain_text"]
+__all__ = ["MARK", "NO_VIDEO", "SAFE_MIME", "keep_submitted_outputs", "plain_text"]
 
 SAFE_MIME = ("text/plain", "image/png", "image/jpeg")
 #: The first line above a cell's kept outputs.
 MARK = "[output as submitted by the student; not re-run by the grader]\n"
 MAX_OUTPUTS = 50  #: per cell
 MAX_TEXT = 100_000  #: characters per text output
+#: Kept for the whole notebook (text characters, base64 image characters); past them outputs
+#: are dropped with a note (the feedback page and formgrader render every kept output).
+MAX_TOTAL_TEXT = 1_000_000
+MAX_TOTAL_IMAGES = 30_000_000
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]{1,20000000}")
+#: The note for a submission whose outputs hold no still frames of the agent's video.
+NO_VIDEO = (
+    "part 8: no video of the agent in the submitted outputs (no still frames of record_video's "
+    "result: the notebook was not run to the end, or with an older course_lib)"
+)
 
 
 def plain_text(text: Any, limit: int = MAX_TEXT) -> str:
@@ -67,14 +76,36 @@ def _safe(output: Any) -> NotebookNode | None:
     return None
 
 
-def keep_submitted_outputs(nb: NotebookNode) -> None:
-    """Filter and mark the outputs of ``nb`` in place (see the module docstring)."""
+def _is_video(output: NotebookNode) -> bool:
+    data = output.get("data", {})
+    return "image/png" in data and data.get("text/plain", "").startswith("VideoResult")
+
+
+def keep_submitted_outputs(nb: NotebookNode) -> list[str]:
+    """Filter and mark the outputs of ``nb`` in place (see the module docstring); the notes."""
+    video, text, images, dropped = False, 0, 0, 0
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         cell.execution_count = None
         outputs = [] if graded_part(cell) else cell.get("outputs", [])
-        kept = [o for o in map(_safe, outputs if isinstance(outputs, list) else []) if o]
+        kept = []
+        for output in map(_safe, outputs if isinstance(outputs, list) else []):
+            if output is None:
+                continue
+            data = output.get("data", {})
+            size = len(output.get("text", "")) + len(data.get("text/plain", ""))
+            image = sum(len(data.get(mime, "")) for mime in SAFE_MIME[1:])
+            if text + size > MAX_TOTAL_TEXT or images + image > MAX_TOTAL_IMAGES:
+                dropped += 1
+                continue
+            text, images = text + size, images + image
+            kept.append(output)
         if kept:
             kept = [nbformat.v4.new_output("stream", name="stdout", text=MARK), *kept]
         cell.outputs = kept[: MAX_OUTPUTS + 1]
+        video = video or any(_is_video(output) for output in cell.outputs)
+    notes = [] if video else [NO_VIDEO]
+    if dropped:
+        notes.append(f"{dropped} submitted outputs not kept (past the notebook's output budget)")
+    return notes

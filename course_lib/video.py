@@ -5,8 +5,9 @@
   display is needed: frames come from ``env.render()`` of an env made with
   ``render_mode="rgb_array"`` (the full-colour 210x160 screen) or, failing that, from the last
   frame of each preprocessed observation (the 84x84 grey image the network sees).
-  The result shows itself inline in Jupyter and Colab (a base64 ``<video>``), and unpacks as
-  ``path, score = record_video(...)``.
+  The result shows itself inline in Jupyter and Colab (a base64 ``<video>``, and beside it a PNG
+  of still frames: a saved notebook keeps that image where a video is not shown, e.g. once a
+  grader has filtered the outputs), and unpacks as ``path, score = record_video(...)``.
 * :func:`tile_observations` / :func:`show_batch`: one image with a tile per env of a batch (or
   every stacked frame of every env), to check the preprocessing: 84x84, grey, channels first,
   the 4 frames of a stack in time order, envs out of sync after random no-op starts.
@@ -15,8 +16,9 @@
 from __future__ import annotations
 
 import base64
+import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ __all__ = [
     "record_video",
     "show_batch",
     "show_video",
+    "still_frames",
     "tile_observations",
     "video_html",
     "write_video",
@@ -128,6 +131,7 @@ class VideoResult:
         steps: agent steps played.
         frames: frames written.
         finished: False if ``max_frames`` cut the game short (the score is then partial).
+        stills: a PNG of frames taken evenly through the game (empty when none were given).
     """
 
     path: Path
@@ -135,14 +139,47 @@ class VideoResult:
     steps: int
     frames: int
     finished: bool
+    stills: bytes = field(default=b"", repr=False)
 
     def __iter__(self):
         return iter((self.path, self.score))
 
-    def _repr_html_(self) -> str:
+    def _caption(self) -> str:
         status = "" if self.finished else " (cut at max_frames)"
-        caption = f"<p>score {self.score:g} in {self.steps} agent steps{status}</p>"
-        return video_html(self.path) + caption
+        return f"score {self.score:g} in {self.steps} agent steps{status}"
+
+    def __repr__(self) -> str:
+        return f"VideoResult: {Path(self.path).name}, {self._caption()}"
+
+    def _repr_html_(self) -> str:
+        return video_html(self.path) + f"<p>{self._caption()}</p>"
+
+    def _repr_png_(self) -> bytes | None:
+        return self.stills or None
+
+
+def still_frames(frames: list[np.ndarray], count: int = 8, columns: int = 4) -> bytes:
+    """A PNG of ``count`` frames taken evenly from ``frames`` (first and last included), in rows
+    of ``columns``, each at most 160 pixels wide."""
+    from PIL import Image
+
+    check_int("count", count, 1)
+    check_int("columns", columns, 1)
+    if not frames:
+        raise ValueError("`frames` is empty: there is nothing to show.")
+    picks = np.unique(np.linspace(0, len(frames) - 1, min(count, len(frames))).round().astype(int))
+    images = [Image.fromarray(_to_rgb(frames[i])) for i in picks]
+    scale = min(1.0, 160 / max(image.width for image in images))
+    size = (max(1, round(images[0].width * scale)), max(1, round(images[0].height * scale)))
+    columns = min(columns, len(images))
+    rows = math.ceil(len(images) / columns)
+    sheet = Image.new("RGB", (columns * (size[0] + 4) + 4, rows * (size[1] + 4) + 4), "white")
+    for index, image in enumerate(images):
+        row, column = divmod(index, columns)
+        sheet.paste(image.resize(size), (4 + column * (size[0] + 4), 4 + row * (size[1] + 4)))
+    out = io.BytesIO()
+    sheet.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def _act(policy: Any, obs: np.ndarray) -> int:
@@ -235,7 +272,7 @@ def record_video(
         if owns_env:
             env.close()
     written = write_video(images, path, fps=fps, format=format)
-    return VideoResult(written, score, steps, len(images), finished)
+    return VideoResult(written, score, steps, len(images), finished, still_frames(images))
 
 
 def tile_observations(

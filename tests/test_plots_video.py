@@ -248,6 +248,21 @@ def test_record_video_writes_playable_mp4(tmp_path):
     assert "<video" in result._repr_html_()
 
 
+def test_video_result_carries_a_png_of_still_frames(tmp_path):
+    """Does the displayed result hold a PNG (8 frames, 4 a row) beside the video, and a text
+    line that names the file and the score?"""
+    from IPython.core.formatters import DisplayFormatter
+
+    result = record_video(FakeAtari(), ConstantPolicy(), tmp_path / "game.mp4", fps=15)
+    shown, _ = DisplayFormatter().format(result)
+    assert {"text/html", "image/png", "text/plain"} <= set(shown)
+    assert shown["text/plain"] == "VideoResult: game.mp4, score 30 in 15 agent steps"
+    sheet = iio.imread(shown["image/png"])
+    assert sheet.shape == (2 * (210 + 4) + 4, 4 * (160 + 4) + 4, 3)
+    # The first still is the first frame (brightness 0), the last one the last frame's.
+    assert sheet[4:214, 4:164].mean() < sheet[218:428, 496:656].mean()
+
+
 def read_mp4(path):
     """All frames (T, H, W, 3) and the stream metadata, decoded by ffmpeg."""
     import imageio.v2 as imageio

@@ -35,13 +35,15 @@ read and write whatever the grader's user can.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import importlib.util
 import itertools
+import json
 import os
-import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -69,6 +71,11 @@ CHANNEL_VARIABLE = "A2C_CHANNEL_FD"
 HIDDEN_PACKAGES = ("solutions", "autograder")
 #: First of the unprivileged user ids the sandbox runs as when the grader is root (one per run).
 FIRST_UID = 1_800_000
+UID_COUNT = 100_000  #: user ids FIRST_UID ... FIRST_UID + UID_COUNT - 1
+#: Where a grader running as root keeps its staging folders and the locks of the user ids in use
+#: (``<first of these that is root's>/a2c-grading``): never TMPDIR, which may be private.
+ROOT_FOLDERS = ("/run", "/var/tmp", "/tmp")
+LAUNCHER = Path(__file__).resolve().with_name("sandbox_launch.py")
 _uids = itertools.count()
 
 
@@ -105,6 +112,7 @@ class SandboxResult:
     channel: list[bytes] = field(default_factory=list)  #: the channel's lines, as read
     channel_overflow: bool = False  #: the channel sent more than ``channel_bytes``
     limits: str = ""  #: which limits held (cgroup or per-process only)
+    uid: int | None = None  #: the host user id the run had (a grader started as root)
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,6 +133,62 @@ def bwrap_works() -> bool:
         return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+# ------------------------------------------------------------------------ root: folders and users
+def _root_folder() -> Path:
+    """Root's own ``a2c-grading`` folder (mode 0711: the sandbox's users can pass through it,
+    not list it), with ``uids/`` (0700) for the user id locks; refuses a folder that is not
+    root's or that others can write."""
+    for base in map(Path, ROOT_FOLDERS):
+        try:
+            info = base.stat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0:
+            continue
+        folder = base / "a2c-grading"
+        for path, mode in ((folder, 0o711), (folder / "uids", 0o700)):
+            try:
+                path.mkdir(mode=mode)
+            except FileExistsError:
+                pass
+            info = os.lstat(path)
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
+                raise SandboxUnavailable(
+                    f"{path} must be a folder of root's that only root can write (found "
+                    f"owner {info.st_uid}, mode {stat.filemode(info.st_mode)}): remove it"
+                )
+            path.chmod(mode)
+        return folder
+    raise SandboxUnavailable(f"none of {', '.join(ROOT_FOLDERS)} is a folder of root's")
+
+
+class _UidLease:
+    """A sandbox user id that no other run uses while this one holds it, whatever process the
+    other run is in: a ``flock`` on ``uids/<uid>`` in root's folder (the kernel drops it when
+    the holder ends, even killed). Each run has its own id, so its process limit is its own."""
+
+    def __init__(self, folder: Path) -> None:
+        start = (os.getpid() * 7919 + next(_uids)) % UID_COUNT  # graders start apart
+        for step in range(UID_COUNT):
+            uid = FIRST_UID + (start + step) % UID_COUNT
+            fd = os.open(
+                folder / "uids" / str(uid),
+                os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW,
+                0o600,
+            )
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self.uid, self._fd = uid, fd
+            return
+        raise SandboxUnavailable(f"all {UID_COUNT} sandbox user ids are in use")
+
+    def release(self) -> None:
+        os.close(self._fd)
 
 
 # ------------------------------------------------------------------------ cgroups (root only)
@@ -258,8 +322,17 @@ def _hidden(shown: Sequence[Path]) -> list[Path]:
             for name in HIDDEN_PACKAGES:
                 if (Path(entry) / name).is_dir():
                     found.add((Path(entry) / name).resolve())
-            for finder in Path(entry).glob("__editable__*a2c_course_kit*"):
-                found.add(finder.resolve())  # names the checkout's folders
+            # Install records name the checkout's folders: the editable finder (and its
+            # compiled copy), the .pth that loads it, direct_url.json and RECORD.
+            for pattern in (
+                "__editable__*a2c_course_kit*",
+                "__pycache__/__editable__*a2c_course_kit*",
+                "a2c_course_kit-*.dist-info",
+                "a2c_course_kit*.egg-info",
+                "a2c_course_kit*.egg-link",
+            ):
+                for record in Path(entry).glob(pattern):
+                    found.add(record.resolve())
     return sorted(path for path in found if _within(path, shown))
 
 
@@ -364,6 +437,7 @@ def run_in_sandbox(
     env = {**env, CHANNEL_VARIABLE: str(channel_write)}
     keep = [channel_write]
     staging: Path | None = None
+    lease: _UidLease | None = None
     run_name = f"{os.getpid()}-{next(_uids)}"
     cgroup = _Cgroup(run_name, limits, enabled=isolate)
     try:
@@ -373,31 +447,35 @@ def run_in_sandbox(
             binds += [
                 (str(Path(outside).resolve()), inside) for inside, outside in readonly.items()
             ]
+            launch: dict | None = None
             if os.getuid() == 0:
-                # bubblewrap runs as a fresh unprivileged user: bind what it must show into a
-                # private mount namespace first, at paths that user can reach.
-                staging = Path(tempfile.mkdtemp(prefix="a2c-stage-"))
+                # bubblewrap runs as an unprivileged user of its own: what it must show is
+                # bound (the grader's view copied) into a private mount namespace first, at
+                # paths that user can reach (see autograder/sandbox_launch.py).
+                folder = _root_folder()
+                lease = _UidLease(folder)
+                staging = Path(tempfile.mkdtemp(prefix="stage-", dir=folder))
                 staging.chmod(0o755)
-                pairs = []
+                launch = {"binds": [], "copies": [], "uid": lease.uid}
+                grader_view = set(readonly)
                 for index, (source, inside) in enumerate(binds):
                     (staging / str(index)).mkdir(mode=0o755)
-                    pairs += [source, str(staging / str(index))]
+                    kind = "copies" if inside in grader_view else "binds"
+                    launch[kind].append([source, str(staging / str(index))])
                     binds[index] = (str(staging / str(index)), inside)
             args = _sandbox_args(binds, _hidden(shown), env, limits)
             args_read, args_write = os.pipe()
             keep.append(args_read)
             bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
-            if staging is not None:
-                uid = FIRST_UID + next(_uids) % 100_000
-                script = (
-                    'set -e; while [ "$#" -gt 0 ]; do mount --bind "$1" "$2"; shift 2; done; '
-                    f"exec setpriv --reuid={uid} --regid={uid} --clear-groups -- "
-                    + " ".join(map(shlex.quote, bwrap))
-                )
-                command = [
-                    "unshare", "--mount", "--propagation", "private", "--",
-                    "/bin/sh", "-c", script, "sh", *pairs,
-                ]  # fmt: skip
+            if launch is not None:
+                plan_read, plan_write = os.pipe()
+                keep.append(plan_read)
+                threading.Thread(
+                    target=_write_all,
+                    args=(plan_write, json.dumps({**launch, "argv": bwrap}).encode()),
+                    daemon=True,
+                ).start()
+                command = [sys.executable, "-I", "-S", str(LAUNCHER), str(plan_read)]
             else:
                 command = bwrap
             cwd = "/"
@@ -464,6 +542,8 @@ def run_in_sandbox(
         cgroup.remove()
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+        if lease is not None:
+            lease.release()
     if not isolate:
         note = "not sandboxed: no isolation"
     elif cgroup.active:
@@ -486,4 +566,5 @@ def run_in_sandbox(
         channel=channel.lines(),
         channel_overflow=channel.overflow,
         limits=note,
+        uid=lease.uid if lease is not None else None,
     )

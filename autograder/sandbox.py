@@ -113,6 +113,7 @@ class SandboxResult:
     channel_overflow: bool = False  #: the channel sent more than ``channel_bytes``
     limits: str = ""  #: which limits held (cgroup or per-process only)
     uid: int | None = None  #: the host user id the run had (a grader started as root)
+    wall_seconds: float = 0.0  #: the wall clock it ran under
 
 
 @functools.lru_cache(maxsize=1)
@@ -567,4 +568,5 @@ def run_in_sandbox(
         channel_overflow=channel.overflow,
         limits=note,
         uid=lease.uid if lease is not None else None,
+        wall_seconds=wall_seconds,
     )

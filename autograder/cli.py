@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
             type=float,
             default=None,
             metavar="S",
-            help="per-cell time limit in seconds (default: the course config's, 120)",
+            help="per-cell time limit in seconds (default: the course config's, 120); a "
+            "notebook's whole run gets one such limit plus 30 s",
         )
         sub.add_argument(
             "--source",

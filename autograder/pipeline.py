@@ -55,6 +55,7 @@ from typing import Any
 
 import nbformat
 
+from . import environment
 from .checks import PART_NAMES
 from .collect import Problem, Submission, student_id
 from .course import (
@@ -254,6 +255,14 @@ class Grader:
         if isolate:
             require_sandbox()
         self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
+        # Without the sandbox, a notebook could change the environment: fingerprinted now and
+        # after each such grading (and the grader itself writes no bytecode from here on, so
+        # that only a notebook can change it).
+        self._environment: environment.Fingerprint | None = None
+        self._changed_environment = ""
+        if not isolate:
+            sys.dont_write_bytecode = True
+            self._environment = environment.fingerprint()
         self.limits = limits
         self._own_dir = workdir is None
         self._package_files = package_files()
@@ -341,6 +350,11 @@ class Grader:
                     "the grader's own files changed since it started (a notebook graded without "
                     "the sandbox?): reinstall the course kit and grade again"
                 )
+            if self._changed_environment:
+                raise RuntimeError(
+                    "a notebook graded without the sandbox changed the Python environment "
+                    f"({self._changed_environment}): reinstall it before grading anything else"
+                )
             try:
                 nb = parse_notebook(data, name)
             except UnreadableNotebook as error:
@@ -408,6 +422,13 @@ class Grader:
                 channel.malformed.append(
                     "changed the grader's copy of course_lib: " + ", ".join(changed[:10])
                 )
+        if self._environment is not None:
+            changed = environment.changes(self._environment)
+            if changed:  # every later grading of this grader refuses (see assess)
+                self._changed_environment = ", ".join(changed[:5])
+                channel.malformed.append(
+                    f"changed the Python environment: {self._changed_environment}"
+                )
         if ran.channel_overflow:
             channel.malformed.append(f"more than {self.limits.channel_bytes} bytes of results")
         if channel.stopped:
@@ -428,9 +449,8 @@ class Grader:
                 "bubblewrap and grade again)"
             )
         if not ran.sandboxed:
-            result.notes.append(
-                "NOT SANDBOXED: the notebook ran as a plain process with your user's rights"
-            )
+            rights = "your user's rights" if ran.uid is None else "an unprivileged user's rights"
+            result.notes.append(f"NOT SANDBOXED: the notebook ran as a plain process with {rights}")
         # What came out of the sandbox is quoted below: no host path or user id in it.
         for part, score in result.parts.items():
             feedback = self._redactor.redact(score.feedback, ran.uid)
@@ -590,7 +610,7 @@ def _grade_locally(
     """``grader.grade`` on each submission in ``jobs`` threads, each once.
 
     Ctrl-C stops it: what was graded (and what was under way) is returned, the rest as
-    ``not graded: interrupted``, and no second pass.
+    ``not graded: interrupted``.
     """
     from tqdm.auto import tqdm
 
@@ -613,8 +633,7 @@ def _grade_locally(
         return [_outcome(future, sub) for future, sub in futures.items()]
     bar.close()
     pool.shutdown()
-    results = [_outcome(future, sub) for future, sub in futures.items()]
-    return results
+    return [_outcome(future, sub) for future, sub in futures.items()]
 
 
 def grade_many(

@@ -52,6 +52,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -308,6 +309,25 @@ def _python_dirs() -> list[Path]:
     return kept
 
 
+def _reachable(dirs: Sequence[Path], staging: Path) -> dict[str, list]:
+    """For the launcher: how an unprivileged user reaches ``dirs`` at their own paths when a
+    folder above one of them is closed to others (``/root`` holding the Python installation):
+    the closed folder is covered by an empty one and the dir bound back inside it."""
+    covers: set[str] = set()
+    for path in dirs:
+        for folder in reversed(path.parents):
+            if not os.stat(folder).st_mode & stat.S_IXOTH:
+                covers.add(str(folder))
+                break
+    plan: dict[str, list] = {"binds": [], "covers": sorted(covers), "rebinds": []}
+    for index, path in enumerate(dirs):
+        if any(Path(folder) in path.parents for folder in covers):
+            (staging / f"python-{index}").mkdir(mode=0o755)
+            plan["binds"].append([str(path), str(staging / f"python-{index}")])
+            plan["rebinds"].append([str(staging / f"python-{index}"), str(path)])
+    return plan
+
+
 def _hidden(shown: Sequence[Path]) -> list[Path]:
     """The instructor's packages (and install records) inside the folders shown."""
     found: set[Path] = set()
@@ -439,8 +459,9 @@ def run_in_sandbox(
     keep = [channel_write]
     staging: Path | None = None
     lease: _UidLease | None = None
+    launch: dict[str, Any] | None = None
     run_name = f"{os.getpid()}-{next(_uids)}"
-    cgroup = _Cgroup(run_name, limits, enabled=isolate)
+    cgroup = _Cgroup(run_name, limits)  # unsandboxed as root too: nothing it starts outlives it
     try:
         if isolate:
             shown = _python_dirs()
@@ -448,7 +469,6 @@ def run_in_sandbox(
             binds += [
                 (str(Path(outside).resolve()), inside) for inside, outside in readonly.items()
             ]
-            launch: dict | None = None
             if os.getuid() == 0:
                 # bubblewrap runs as an unprivileged user of its own: what it must show is
                 # bound (the grader's view copied) into a private mount namespace first, at
@@ -487,9 +507,31 @@ def run_in_sandbox(
                 daemon=True,
             ).start()
         else:
-            staging = Path(tempfile.mkdtemp(prefix="a2c-unsandboxed-"))
-            (staging / "home").mkdir()
-            mapping = {SCRATCH: str(staging), **{k: str(v) for k, v in readonly.items()}}
+            mapping: dict[str, str] = {}
+            if os.getuid() == 0:
+                # Not isolated, but never root: a user id of its own, who cannot write the
+                # environment, the checkout or the grader's folders; the grader's view copied.
+                folder = _root_folder()
+                lease = _UidLease(folder)
+                staging = Path(tempfile.mkdtemp(prefix="plain-", dir=folder))
+                staging.chmod(0o755)
+                work = staging / "work"
+                launch = {"binds": [], "copies": [], "uid": lease.uid}
+                launch.update(_reachable(_python_dirs(), staging))
+                for index, (inside, outside) in enumerate(readonly.items()):
+                    (staging / str(index)).mkdir(mode=0o755)
+                    launch["copies"].append([str(Path(outside).resolve()), str(staging / str(index))])
+                    mapping[inside] = str(staging / str(index))
+            else:
+                staging = work = Path(tempfile.mkdtemp(prefix="a2c-unsandboxed-"))
+                launch = None
+                mapping = {k: str(v) for k, v in readonly.items()}
+            work.mkdir(mode=0o700, exist_ok=True)
+            (work / "home").mkdir()
+            if lease is not None:
+                for path in (work, work / "home"):
+                    os.chown(path, lease.uid, lease.uid)
+            mapping[SCRATCH] = str(work)
 
             def real(text: str) -> str:
                 for inside, outside in sorted(mapping.items(), key=lambda kv: -len(kv[0])):
@@ -498,7 +540,16 @@ def run_in_sandbox(
 
             command = [real(arg) for arg in argv]
             environment = {name: real(value) for name, value in env.items()}
-            cwd = str(staging)
+            cwd = str(work)
+            if launch is not None:
+                plan_read, plan_write = os.pipe()
+                keep.append(plan_read)
+                threading.Thread(
+                    target=_write_all,
+                    args=(plan_write, json.dumps({**launch, "argv": command}).encode()),
+                    daemon=True,
+                ).start()
+                command = [sys.executable, "-I", "-S", str(LAUNCHER), str(plan_read)]
         start = time.monotonic()
         process = subprocess.Popen(
             command,

@@ -7,13 +7,17 @@ Usage (by :func:`autograder.sandbox.run_in_sandbox` only)::
 The plan comes as JSON on the pipe ``FD``, never on the command line, so that no root process on
 the host shows the sandboxed command or a host path in its arguments::
 
-    {"binds": [[source, target], ...], "copies": [[source, target], ...], "uid": N, "argv": [...]}
+    {"binds": [[source, target], ...], "copies": [[source, target], ...], "covers": [folder, ...],
+     "rebinds": [[source, target], ...], "uid": N, "argv": [...]}
 
 In a private mount namespace of its own this process, still root, binds each ``source`` on its
 ``target`` (empty folders under the grader's root-only staging folder, which the unprivileged
 user can reach whatever ``TMPDIR`` is) and mounts a small in-memory file system on each
 ``copies`` target holding a copy of ``source`` (the mount table the sandbox can read then names
-no host folder for them). Then it drops to user and group ``uid`` with no supplementary group
+no host folder for them). ``covers`` are folders the unprivileged user could not pass through
+(a private home holding the Python installation): each is covered by an empty in-memory folder
+and each ``rebinds`` source (bound in the staging folder before) is bound back at its own path
+inside it, so the environment is reachable and nothing else of that folder is. Then it drops to user and group ``uid`` with no supplementary group
 and replaces itself with ``argv`` (bubblewrap). Only the standard library is used, and ``-I -S``
 keeps the environment's ``.pth`` files and ``PYTHONPATH`` out of this root process.
 """
@@ -72,6 +76,11 @@ def main(fd):
         _mount(source, target, None, MS_BIND)
     for source, target in plan["copies"]:
         _copy(source, target)
+    for folder in plan.get("covers", []):
+        _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    for source, target in plan.get("rebinds", []):
+        os.makedirs(target, mode=0o755, exist_ok=True)
+        _mount(source, target, None, MS_BIND)
     uid = int(plan["uid"])
     os.setgroups([])
     os.setresgid(uid, uid, uid)

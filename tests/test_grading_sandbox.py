@@ -305,3 +305,22 @@ def test_without_the_sandbox_every_result_says_so(tmp_path):
     assert report["status"].startswith("unsandboxed") and report["total"] == 14.0, report
     assert done.returncode == 1  # never a grade
     assert {key: part["score"] for key, part in report["parts"].items()} == FULL
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="only a root grader runs the notebook as another user")
+def test_after_an_unsandboxed_attack_nothing_persists(tmp_path):
+    """A notebook graded with --no-sandbox that writes a .pth, a sitecustomize and the grader's
+    files changes nothing (it ran as an unprivileged user of its own), so a stub graded next,
+    in the sandbox, gets 0."""
+    nbformat.write(hostile_submission("write_environment", token=TOKEN), tmp_path / "w.ipynb")
+    (tmp_path / "stub.ipynb").write_bytes(RELEASE.read_bytes())
+    before = _snapshot()
+    done = _cli("grade", "w.ipynb", "--json", "--no-sandbox", cwd=tmp_path)
+    report = json.loads(done.stdout)
+    assert report["status"].startswith("unsandboxed") and report["total"] == 0.0, report
+    assert _snapshot() == before
+    assert _survivors() == []
+    done = _cli("grade", "stub.ipynb", "--json", cwd=tmp_path)
+    report = json.loads(done.stdout)
+    assert report["status"] == "graded" and report["total"] == 0.0, report
+    assert TOKEN not in done.stderr

@@ -428,6 +428,16 @@ def _write_all(fd: int, data: bytes) -> None:
         pass  # the command ended without reading everything
 
 
+def _launcher(launch: dict[str, Any], argv: list[str], keep: list[int]) -> list[str]:
+    """The command that starts ``argv`` through :mod:`autograder.sandbox_launch` as root: its
+    plan goes on a pipe (whose read end is added to ``keep``), never on a command line."""
+    plan_read, plan_write = os.pipe()
+    keep.append(plan_read)
+    plan = json.dumps({**launch, "argv": argv}).encode()
+    threading.Thread(target=_write_all, args=(plan_write, plan), daemon=True).start()
+    return [sys.executable, "-I", "-S", str(LAUNCHER), str(plan_read)]
+
+
 def run_in_sandbox(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
@@ -488,17 +498,7 @@ def run_in_sandbox(
             args_read, args_write = os.pipe()
             keep.append(args_read)
             bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
-            if launch is not None:
-                plan_read, plan_write = os.pipe()
-                keep.append(plan_read)
-                threading.Thread(
-                    target=_write_all,
-                    args=(plan_write, json.dumps({**launch, "argv": bwrap}).encode()),
-                    daemon=True,
-                ).start()
-                command = [sys.executable, "-I", "-S", str(LAUNCHER), str(plan_read)]
-            else:
-                command = bwrap
+            command = bwrap if launch is None else _launcher(launch, bwrap, keep)
             cwd = "/"
             environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
             threading.Thread(
@@ -542,14 +542,7 @@ def run_in_sandbox(
             environment = {name: real(value) for name, value in env.items()}
             cwd = str(work)
             if launch is not None:
-                plan_read, plan_write = os.pipe()
-                keep.append(plan_read)
-                threading.Thread(
-                    target=_write_all,
-                    args=(plan_write, json.dumps({**launch, "argv": command}).encode()),
-                    daemon=True,
-                ).start()
-                command = [sys.executable, "-I", "-S", str(LAUNCHER), str(plan_read)]
+                command = _launcher(launch, command, keep)
         start = time.monotonic()
         process = subprocess.Popen(
             command,

@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             metavar="S",
             help="per-cell time limit in seconds (default: the course config's, 120); a "
-            "notebook's whole run gets one such limit plus 30 s",
+            "notebook's whole run gets one such limit plus 60 s",
         )
         sub.add_argument(
             "--source",

@@ -89,7 +89,7 @@ CELL_TIMEOUT = 120.0
 WALL_SECONDS = 900.0
 #: Besides one cell limit, what a notebook's whole run may take (times the time scale): the
 #: set-up, the definitions and the probes of an honest notebook take a few seconds.
-RESERVE_SECONDS = 30.0
+RESERVE_SECONDS = 60.0
 #: The sandbox's wall clock: the runner's budget plus this, for start-up and kills.
 WALL_MARGIN = 60.0
 WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times its CPU limit

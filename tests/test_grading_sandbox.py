@@ -275,6 +275,23 @@ def test_attacks_on_time_cost_one_budget_and_say_why(tmp_path, monkeypatch, atta
     assert _survivors() == []
 
 
+def test_an_honest_hanging_cell_costs_only_its_time(tmp_path, monkeypatch):
+    """A reference notebook whose model cell ends in an endless loop (it answers SIGINT) is
+    interrupted at the cell limit, and every part is still graded in full: the budget's
+    reserve is left for the rest."""
+    from autograder.pipeline import Grader
+
+    monkeypatch.setenv("A2C_GRADER_TIME_SCALE", "3")  # a loaded 2-core machine
+    path = tmp_path / "loop.ipynb"
+    nbformat.write(course_submission(append={"model": "while True:\n    pass"}), path)
+    with Grader(ROOT / "solutions" / "a2c.ipynb", timeout=15) as grader:
+        result = grader.grade(path, "loop")
+    assert result.status == "graded", (result.status, result.notes)
+    assert {key: part.score for key, part in result.parts.items()} == FULL, result.notes
+    assert any("ran past the 15 s limit (interrupted)" in note for note in result.notes)
+    assert not any(note.startswith("run stopped") for note in result.notes), result.notes
+
+
 def test_feedback_names_no_host_path_or_user(tmp_path):
     """A notebook that puts what it can read of the machine (its mount table, user id, the
     environment's paths, install records) into its errors gets them quoted in its feedback with

@@ -64,7 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
             type=float,
             default=None,
             metavar="S",
-            help=f"per-cell time limit in seconds (default: {CELL_TIMEOUT:g}, autograder.pipeline.CELL_TIMEOUT)",
+            help=f"per-cell time limit in seconds (default: {CELL_TIMEOUT:g}, "
+            "autograder.pipeline.CELL_TIMEOUT); a notebook's whole run gets one such limit plus "
+            "the reserve (pipeline.RESERVE_SECONDS)",
         )
         sub.add_argument(
             "--source",

@@ -359,8 +359,8 @@ def grade_on_cluster(
     """Assess ``submissions`` on the Dask cluster ``scheduler`` (an address or a ``Client``),
     record each here with ``grader``; one result per submission, never raises for one.
 
-    A submission whose grading failed or ran out of time is assessed a second time after the
-    others, when the cluster is quieter (as :func:`~autograder.pipeline.grade_many` does).
+    Each submission is assessed once, as :func:`~autograder.pipeline.grade_many` does: a
+    notebook whose run failed or timed out costs one grading, not two.
 
     Raises:
         ClusterError: ``distributed`` is missing or the scheduler cannot be reached.
@@ -370,12 +370,6 @@ def grade_on_cluster(
     try:
         run = _ClassOnCluster(client, grader, feedback_dir, progress)
         results = run.run(submissions, "grading on the cluster")
-        again = [sub for sub, got in results.items() if got.status.startswith(("error", "timeout"))]
-        if again and run.stopped is None:
-            for sub, retried in run.run(again, "grading again").items():
-                if not retried.status.startswith("not graded"):
-                    retried.notes.append(f"graded again (first try: {results[sub].status})")
-                    results[sub] = retried
         return [results[sub] for sub in submissions]
     finally:
         if previous is not None and previous != ALLOWED_FAILURES:

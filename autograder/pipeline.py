@@ -55,6 +55,7 @@ from typing import Any
 
 import nbformat
 
+from . import environment
 from .checks import PART_NAMES
 from .collect import Problem, Submission, student_id
 from .course import (
@@ -69,6 +70,7 @@ from .course import (
 )
 from .course import generate_feedback as nbgrader_feedback
 from .grading_job import job_cells
+from .host_paths import Redactor
 from .judging import judge_part, make_plan, new_seed, prepare_references
 from .repair import graded_part, repair_submission
 from .results import GradeResult, PartScore, check_gradebook
@@ -86,6 +88,11 @@ RUNTIME_DIR = Path(records.__file__).resolve().parent
 #: Per-cell time limit (seconds) of the sandboxed run, and the limit of the whole run.
 CELL_TIMEOUT = 120.0
 WALL_SECONDS = 900.0
+#: Besides one cell limit, what a notebook's whole run may take (times the time scale): the
+#: set-up, the definitions and the probes of an honest notebook take a few seconds.
+RESERVE_SECONDS = 60.0
+#: The sandbox's wall clock: the runner's budget plus this, for start-up and kills.
+WALL_MARGIN = 60.0
 WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times its CPU limit
 MAX_LINE = 64 * 1024**2  #: a channel line longer than this is malformed
 _GRADER_DIR = "/grader"
@@ -151,6 +158,7 @@ class Channel:
     probe_seconds: dict[str, float] = field(default_factory=dict)
     malformed: list[str] = field(default_factory=list)
     ended: bool = False
+    stopped: str = ""  #: why the runner stopped running the notebook's parts, if it did
 
 
 def read_channel(lines: Sequence[bytes], plan: dict[str, Any]) -> Channel:
@@ -174,6 +182,10 @@ def read_channel(lines: Sequence[bytes], plan: dict[str, Any]) -> Channel:
             event = message.get("event")
             if event == "end":
                 channel.ended = True
+            elif event == "stopped":
+                if not isinstance(message["reason"], str) or channel.stopped:
+                    raise ValueError("bad stopped event")
+                channel.stopped = message["reason"][:300]
             elif event == "cell":
                 index, ok, error = message["index"], message["ok"], message["error"]
                 if type(index) is not int or type(ok) is not bool or not isinstance(error, str):
@@ -244,6 +256,14 @@ class Grader:
         if isolate:
             require_sandbox()
         self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
+        # Without the sandbox, a notebook could change the environment: fingerprinted now and
+        # after each such grading (and the grader itself writes no bytecode from here on, so
+        # that only a notebook can change it).
+        self._environment: environment.Fingerprint | None = None
+        self._changed_environment = ""
+        if not isolate:
+            sys.dont_write_bytecode = True
+            self._environment = environment.fingerprint()
         self.limits = limits
         self._own_dir = workdir is None
         self._package_files = package_files()
@@ -272,14 +292,23 @@ class Grader:
         self.course: CourseTemplate | None = None
         if course is not None:
             self.course = open_course(course, source_notebook)
+        self._redactor = Redactor(
+            [self.workdir, source_notebook.parent, *([course] if course is not None else [])]
+        )
 
     # ------------------------------------------------------------------ step 1: assess
+    def budget(self, time_scale: float) -> float:
+        """What a notebook's whole run may take: one cell limit and a reserve for the rest."""
+        return self.timeout + RESERVE_SECONDS * time_scale
+
     def _run(self, nb: nbformat.NotebookNode, plan: dict[str, Any], threads: int):
+        budget = self.budget(plan.get("time_scale", 1.0))
         job = {
             "cells": job_cells(nb, self._names),
             "steps": plan["parts"],
             "time_scale": plan.get("time_scale", 1.0),
             "cell_seconds": self.timeout,
+            "budget_seconds": budget,
             "wall_factor": WALL_CLOCK_FACTOR,
         }
         env = {
@@ -305,7 +334,7 @@ class Grader:
             readonly,
             env,
             records.dumps(job).encode(),
-            self.wall_seconds,
+            min(self.wall_seconds, budget + WALL_MARGIN),
             limits=self.limits,
             isolate=self.isolate,
         )
@@ -321,6 +350,11 @@ class Grader:
                 raise RuntimeError(
                     "the grader's own files changed since it started (a notebook graded without "
                     "the sandbox?): reinstall the course kit and grade again"
+                )
+            if self._changed_environment:
+                raise RuntimeError(
+                    "a notebook graded without the sandbox changed the Python environment "
+                    f"({self._changed_environment}): reinstall it before grading anything else"
                 )
             try:
                 nb = parse_notebook(data, name)
@@ -390,27 +424,41 @@ class Grader:
                 channel.malformed.append(
                     "changed the grader's copy of course_lib: " + ", ".join(changed[:10])
                 )
+        if self._environment is not None:
+            changed = environment.changes(self._environment)
+            if changed:  # every later grading of this grader refuses (see assess)
+                self._changed_environment = ", ".join(changed[:5])
+                channel.malformed.append(
+                    f"changed the Python environment: {self._changed_environment}"
+                )
         if ran.channel_overflow:
             channel.malformed.append(f"more than {self.limits.channel_bytes} bytes of results")
+        if channel.stopped:
+            result.notes.append(f"run stopped: {channel.stopped}")
         if channel.malformed:
             result.status = "tampered: the sandbox returned malformed results"
             result.notes.append("malformed: " + "; ".join(channel.malformed[:5]))
         elif ran.timed_out:
             result.status = (
-                f"timeout: the notebook ran past the grading limit ({self.wall_seconds:g} s) and "
+                f"timeout: the notebook ran past the grading limit ({ran.wall_seconds:g} s) and "
                 "was stopped; parts judged before that are shown"
             )
         elif not channel.ended:
-            result.status = f"error: the grading run ended early: {ran.output.strip()[-300:]}"
+            result.status = f"error: the grading run ended early: {_why_ended(ran)}"
         elif not ran.sandboxed:
             result.status = (
                 "unsandboxed: scores computed without the sandbox, so not a grade (install "
                 "bubblewrap and grade again)"
             )
         if not ran.sandboxed:
-            result.notes.append(
-                "NOT SANDBOXED: the notebook ran as a plain process with your user's rights"
-            )
+            rights = "your user's rights" if ran.uid is None else "an unprivileged user's rights"
+            result.notes.append(f"NOT SANDBOXED: the notebook ran as a plain process with {rights}")
+        # What came out of the sandbox is quoted below: no host path or user id in it.
+        for part, score in result.parts.items():
+            feedback = self._redactor.redact(score.feedback, ran.uid)
+            result.parts[part] = PartScore(score.score, score.max, feedback)
+        result.notes = [self._redactor.redact(note, ran.uid) for note in result.notes]
+        result.status = self._redactor.redact(result.status, ran.uid)
 
     # ------------------------------------------------------------------ step 2: record
     def record(self, assessment: Assessment, feedback_dir: Path | None = None) -> GradeResult:
@@ -516,6 +564,20 @@ class Grader:
         self.close()
 
 
+def _why_ended(ran: Any) -> str:
+    """Why a sandboxed run ended without the runner's last line, and the end of its log."""
+    code = ran.returncode
+    if code is not None and code > 128:
+        why = f"the grading process was killed (signal {code - 128}"
+        why += ": the run's memory limit, or a kill)" if code - 128 == 9 else ")"
+    elif code == 125:
+        why = "the sandbox could not start"
+    else:
+        why = f"the grading process exited with status {code}"
+    tail = ran.output.strip()[-300:]
+    return f"{why}; its last output: {tail}" if tail else f"{why}, with no output"
+
+
 def _ignored(folder: str, names: list[str]) -> set[str]:
     return {name for name in names if name == "__pycache__" or name.endswith(".pyc")}
 
@@ -547,10 +609,10 @@ def _grade_locally(
     jobs: int | None,
     progress: bool,
 ) -> list[GradeResult]:
-    """``grader.grade`` on each submission in ``jobs`` threads; failures again, alone.
+    """``grader.grade`` on each submission in ``jobs`` threads, each once.
 
     Ctrl-C stops it: what was graded (and what was under way) is returned, the rest as
-    ``not graded: interrupted``, and no second pass.
+    ``not graded: interrupted``.
     """
     from tqdm.auto import tqdm
 
@@ -573,18 +635,7 @@ def _grade_locally(
         return [_outcome(future, sub) for future, sub in futures.items()]
     bar.close()
     pool.shutdown()
-    results = [_outcome(future, sub) for future, sub in futures.items()]
-    # Second pass, one at a time: a grading that failed or ran out of time may have been slowed
-    # down by the others running at the same time; graded alone, only its own code is the cause.
-    by_path = {sub.path: sub for sub in submissions}
-    for index, first in enumerate(results):
-        retry = first.status.startswith(("error", "timeout")) and jobs > 1
-        if retry and Path(first.source) in by_path:
-            sub = by_path[Path(first.source)]
-            again = grader.grade(sub.path, sub.student, feedback_dir, os.cpu_count() or 1)
-            again.notes.append(f"graded again alone (first try: {first.status})")
-            results[index] = again
-    return results
+    return [_outcome(future, sub) for future, sub in futures.items()]
 
 
 def grade_many(
@@ -601,8 +652,8 @@ def grade_many(
     """Grade ``submissions`` with ``jobs`` parallel nbgrader runs and write the reports to ``out``.
 
     Files in ``problems`` (unreadable, duplicates...) get a row in the CSV with their reason.
-    A submission whose grading failed or ran out of time is graded a second time, alone, after
-    the others (see the comment in the code). Each student's grade is appended to
+    Each submission is graded once, a failed or timed-out one too (its run's cost is bounded by
+    the runner's budget, and a second try would double it). Each student's grade is appended to
     ``out/progress.jsonl`` as it is recorded; the file goes once ``grades.csv`` holds every row.
     With ``cluster`` (an :class:`autograder.cluster.ClusterGrading`: a Dask
     cluster), the assess steps run there instead of ``jobs`` local threads; recording stays here.

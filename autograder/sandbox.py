@@ -35,13 +35,15 @@ read and write whatever the grader's user can.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import importlib.util
 import itertools
+import json
 import os
-import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -50,6 +52,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -69,6 +72,11 @@ CHANNEL_VARIABLE = "A2C_CHANNEL_FD"
 HIDDEN_PACKAGES = ("solutions", "autograder")
 #: First of the unprivileged user ids the sandbox runs as when the grader is root (one per run).
 FIRST_UID = 1_800_000
+UID_COUNT = 100_000  #: user ids FIRST_UID ... FIRST_UID + UID_COUNT - 1
+#: Where a grader running as root keeps its staging folders and the locks of the user ids in use
+#: (``<first of these that is root's>/a2c-grading``): never TMPDIR, which may be private.
+ROOT_FOLDERS = ("/run", "/var/tmp", "/tmp")
+LAUNCHER = Path(__file__).resolve().with_name("sandbox_launch.py")
 _uids = itertools.count()
 
 
@@ -105,6 +113,8 @@ class SandboxResult:
     channel: list[bytes] = field(default_factory=list)  #: the channel's lines, as read
     channel_overflow: bool = False  #: the channel sent more than ``channel_bytes``
     limits: str = ""  #: which limits held (cgroup or per-process only)
+    uid: int | None = None  #: the host user id the run had (a grader started as root)
+    wall_seconds: float = 0.0  #: the wall clock it ran under
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,6 +135,62 @@ def bwrap_works() -> bool:
         return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+# ------------------------------------------------------------------------ root: folders and users
+def _root_folder() -> Path:
+    """Root's own ``a2c-grading`` folder (mode 0711: the sandbox's users can pass through it,
+    not list it), with ``uids/`` (0700) for the user id locks; refuses a folder that is not
+    root's or that others can write."""
+    for base in map(Path, ROOT_FOLDERS):
+        try:
+            info = base.stat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0:
+            continue
+        folder = base / "a2c-grading"
+        for path, mode in ((folder, 0o711), (folder / "uids", 0o700)):
+            try:
+                path.mkdir(mode=mode)
+            except FileExistsError:
+                pass
+            info = os.lstat(path)
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
+                raise SandboxUnavailable(
+                    f"{path} must be a folder of root's that only root can write (found "
+                    f"owner {info.st_uid}, mode {stat.filemode(info.st_mode)}): remove it"
+                )
+            path.chmod(mode)
+        return folder
+    raise SandboxUnavailable(f"none of {', '.join(ROOT_FOLDERS)} is a folder of root's")
+
+
+class _UidLease:
+    """A sandbox user id that no other run uses while this one holds it, whatever process the
+    other run is in: a ``flock`` on ``uids/<uid>`` in root's folder (the kernel drops it when
+    the holder ends, even killed). Each run has its own id, so its process limit is its own."""
+
+    def __init__(self, folder: Path) -> None:
+        start = (os.getpid() * 7919 + next(_uids)) % UID_COUNT  # graders start apart
+        for step in range(UID_COUNT):
+            uid = FIRST_UID + (start + step) % UID_COUNT
+            fd = os.open(
+                folder / "uids" / str(uid),
+                os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW,
+                0o600,
+            )
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self.uid, self._fd = uid, fd
+            return
+        raise SandboxUnavailable(f"all {UID_COUNT} sandbox user ids are in use")
+
+    def release(self) -> None:
+        os.close(self._fd)
 
 
 # ------------------------------------------------------------------------ cgroups (root only)
@@ -243,6 +309,25 @@ def _python_dirs() -> list[Path]:
     return kept
 
 
+def _reachable(dirs: Sequence[Path], staging: Path) -> dict[str, list]:
+    """For the launcher: how an unprivileged user reaches ``dirs`` at their own paths when a
+    folder above one of them is closed to others (``/root`` holding the Python installation):
+    the closed folder is covered by an empty one and the dir bound back inside it."""
+    covers: set[str] = set()
+    for path in dirs:
+        for folder in reversed(path.parents):
+            if not os.stat(folder).st_mode & stat.S_IXOTH:
+                covers.add(str(folder))
+                break
+    plan: dict[str, list] = {"binds": [], "covers": sorted(covers), "rebinds": []}
+    for index, path in enumerate(dirs):
+        if any(Path(folder) in path.parents for folder in covers):
+            (staging / f"python-{index}").mkdir(mode=0o755)
+            plan["binds"].append([str(path), str(staging / f"python-{index}")])
+            plan["rebinds"].append([str(staging / f"python-{index}"), str(path)])
+    return plan
+
+
 def _hidden(shown: Sequence[Path]) -> list[Path]:
     """The instructor's packages (and install records) inside the folders shown."""
     found: set[Path] = set()
@@ -258,8 +343,17 @@ def _hidden(shown: Sequence[Path]) -> list[Path]:
             for name in HIDDEN_PACKAGES:
                 if (Path(entry) / name).is_dir():
                     found.add((Path(entry) / name).resolve())
-            for finder in Path(entry).glob("__editable__*a2c_course_kit*"):
-                found.add(finder.resolve())  # names the checkout's folders
+            # Install records name the checkout's folders: the editable finder (and its
+            # compiled copy), the .pth that loads it, direct_url.json and RECORD.
+            for pattern in (
+                "__editable__*a2c_course_kit*",
+                "__pycache__/__editable__*a2c_course_kit*",
+                "a2c_course_kit-*.dist-info",
+                "a2c_course_kit*.egg-info",
+                "a2c_course_kit*.egg-link",
+            ):
+                for record in Path(entry).glob(pattern):
+                    found.add(record.resolve())
     return sorted(path for path in found if _within(path, shown))
 
 
@@ -334,6 +428,16 @@ def _write_all(fd: int, data: bytes) -> None:
         pass  # the command ended without reading everything
 
 
+def _launcher(launch: dict[str, Any], argv: list[str], keep: list[int]) -> list[str]:
+    """The command that starts ``argv`` through :mod:`autograder.sandbox_launch` as root: its
+    plan goes on a pipe (whose read end is added to ``keep``), never on a command line."""
+    plan_read, plan_write = os.pipe()
+    keep.append(plan_read)
+    plan = json.dumps({**launch, "argv": argv}).encode()
+    threading.Thread(target=_write_all, args=(plan_write, plan), daemon=True).start()
+    return [sys.executable, "-I", "-S", str(LAUNCHER), str(plan_read)]
+
+
 def run_in_sandbox(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
@@ -364,8 +468,10 @@ def run_in_sandbox(
     env = {**env, CHANNEL_VARIABLE: str(channel_write)}
     keep = [channel_write]
     staging: Path | None = None
+    lease: _UidLease | None = None
+    launch: dict[str, Any] | None = None
     run_name = f"{os.getpid()}-{next(_uids)}"
-    cgroup = _Cgroup(run_name, limits, enabled=isolate)
+    cgroup = _Cgroup(run_name, limits)  # unsandboxed as root too: nothing it starts outlives it
     try:
         if isolate:
             shown = _python_dirs()
@@ -374,32 +480,25 @@ def run_in_sandbox(
                 (str(Path(outside).resolve()), inside) for inside, outside in readonly.items()
             ]
             if os.getuid() == 0:
-                # bubblewrap runs as a fresh unprivileged user: bind what it must show into a
-                # private mount namespace first, at paths that user can reach.
-                staging = Path(tempfile.mkdtemp(prefix="a2c-stage-"))
+                # bubblewrap runs as an unprivileged user of its own: what it must show is
+                # bound (the grader's view copied) into a private mount namespace first, at
+                # paths that user can reach (see autograder/sandbox_launch.py).
+                folder = _root_folder()
+                lease = _UidLease(folder)
+                staging = Path(tempfile.mkdtemp(prefix="stage-", dir=folder))
                 staging.chmod(0o755)
-                pairs = []
+                launch = {"binds": [], "copies": [], "uid": lease.uid}
+                grader_view = set(readonly)
                 for index, (source, inside) in enumerate(binds):
                     (staging / str(index)).mkdir(mode=0o755)
-                    pairs += [source, str(staging / str(index))]
+                    kind = "copies" if inside in grader_view else "binds"
+                    launch[kind].append([source, str(staging / str(index))])
                     binds[index] = (str(staging / str(index)), inside)
             args = _sandbox_args(binds, _hidden(shown), env, limits)
             args_read, args_write = os.pipe()
             keep.append(args_read)
             bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
-            if staging is not None:
-                uid = FIRST_UID + next(_uids) % 100_000
-                script = (
-                    'set -e; while [ "$#" -gt 0 ]; do mount --bind "$1" "$2"; shift 2; done; '
-                    f"exec setpriv --reuid={uid} --regid={uid} --clear-groups -- "
-                    + " ".join(map(shlex.quote, bwrap))
-                )
-                command = [
-                    "unshare", "--mount", "--propagation", "private", "--",
-                    "/bin/sh", "-c", script, "sh", *pairs,
-                ]  # fmt: skip
-            else:
-                command = bwrap
+            command = bwrap if launch is None else _launcher(launch, bwrap, keep)
             cwd = "/"
             environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
             threading.Thread(
@@ -408,9 +507,31 @@ def run_in_sandbox(
                 daemon=True,
             ).start()
         else:
-            staging = Path(tempfile.mkdtemp(prefix="a2c-unsandboxed-"))
-            (staging / "home").mkdir()
-            mapping = {SCRATCH: str(staging), **{k: str(v) for k, v in readonly.items()}}
+            mapping: dict[str, str] = {}
+            if os.getuid() == 0:
+                # Not isolated, but never root: a user id of its own, who cannot write the
+                # environment, the checkout or the grader's folders; the grader's view copied.
+                folder = _root_folder()
+                lease = _UidLease(folder)
+                staging = Path(tempfile.mkdtemp(prefix="plain-", dir=folder))
+                staging.chmod(0o755)
+                work = staging / "work"
+                launch = {"binds": [], "copies": [], "uid": lease.uid}
+                launch.update(_reachable(_python_dirs(), staging))
+                for index, (inside, outside) in enumerate(readonly.items()):
+                    (staging / str(index)).mkdir(mode=0o755)
+                    launch["copies"].append([str(Path(outside).resolve()), str(staging / str(index))])
+                    mapping[inside] = str(staging / str(index))
+            else:
+                staging = work = Path(tempfile.mkdtemp(prefix="a2c-unsandboxed-"))
+                launch = None
+                mapping = {k: str(v) for k, v in readonly.items()}
+            work.mkdir(mode=0o700, exist_ok=True)
+            (work / "home").mkdir()
+            if lease is not None:
+                for path in (work, work / "home"):
+                    os.chown(path, lease.uid, lease.uid)
+            mapping[SCRATCH] = str(work)
 
             def real(text: str) -> str:
                 for inside, outside in sorted(mapping.items(), key=lambda kv: -len(kv[0])):
@@ -419,7 +540,9 @@ def run_in_sandbox(
 
             command = [real(arg) for arg in argv]
             environment = {name: real(value) for name, value in env.items()}
-            cwd = str(staging)
+            cwd = str(work)
+            if launch is not None:
+                command = _launcher(launch, command, keep)
         start = time.monotonic()
         process = subprocess.Popen(
             command,
@@ -464,6 +587,8 @@ def run_in_sandbox(
         cgroup.remove()
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+        if lease is not None:
+            lease.release()
     if not isolate:
         note = "not sandboxed: no isolation"
     elif cgroup.active:
@@ -486,4 +611,6 @@ def run_in_sandbox(
         channel=channel.lines(),
         channel_overflow=channel.overflow,
         limits=note,
+        uid=lease.uid if lease is not None else None,
+        wall_seconds=wall_seconds,
     )

@@ -31,7 +31,7 @@ import pytest
 
 from autograder.sandbox import bwrap_works
 from tests.submissions.course import MISBEHAVING, course_submission
-from tests.submissions.hostile import ATTACKS, PERSISTENT, hostile_submission
+from tests.submissions.hostile import ATTACKS, COSTLY, PERSISTENT, hostile_submission
 
 pytestmark = [pytest.mark.rom, pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -251,6 +251,68 @@ def test_persistent_attacks_then_honest_grades_are_exact(tmp_path):
     assert _snapshot() == before
 
 
+@pytest.mark.parametrize("attack", list(COSTLY))
+def test_attacks_on_time_cost_one_budget_and_say_why(tmp_path, monkeypatch, attack):
+    """A notebook that ignores interrupts and hangs on replay, or that tries to kill its
+    supervisor, earns nothing and is graded (its runner ended the run, not the wall clock)
+    within one budget (one cell limit and a reserve); the notes say why parts were not run."""
+    from autograder.pipeline import WALL_MARGIN, Grader
+
+    monkeypatch.setenv("A2C_GRADER_TIME_SCALE", "3")  # a loaded 2-core machine
+    path = tmp_path / f"{attack}.ipynb"
+    nbformat.write(hostile_submission(attack, token=TOKEN), path)
+    with Grader(ROOT / "solutions" / "a2c.ipynb", timeout=15) as grader:
+        result = grader.grade(path, attack)
+        budget = grader.budget(3.0)
+    assert result.status == "graded", (result.status, result.notes)
+    assert all(part.score == 0.0 for part in result.parts.values()), result.parts
+    assert result.timings["sandbox"] < budget + WALL_MARGIN, result.timings
+    stopped = [note for note in result.notes if note.startswith("run stopped: ")]
+    if attack == "kill_runner":  # out of its reach: the runner lived on and probed every part
+        assert not stopped and {f"probe:{part}" for part in FULL} <= set(result.timings)
+    else:
+        assert stopped, result.notes
+    assert _survivors() == []
+
+
+def test_an_honest_hanging_cell_costs_only_its_time(tmp_path, monkeypatch):
+    """A reference notebook whose model cell ends in an endless loop (it answers SIGINT) is
+    interrupted at the cell limit, and every part is still graded in full: the budget's
+    reserve is left for the rest."""
+    from autograder.pipeline import Grader
+
+    monkeypatch.setenv("A2C_GRADER_TIME_SCALE", "3")  # a loaded 2-core machine
+    path = tmp_path / "loop.ipynb"
+    nbformat.write(course_submission(append={"model": "while True:\n    pass"}), path)
+    with Grader(ROOT / "solutions" / "a2c.ipynb", timeout=15) as grader:
+        result = grader.grade(path, "loop")
+    assert result.status == "graded", (result.status, result.notes)
+    assert {key: part.score for key, part in result.parts.items()} == FULL, result.notes
+    assert any("ran past the 15 s limit (interrupted)" in note for note in result.notes)
+    assert not any(note.startswith("run stopped") for note in result.notes), result.notes
+
+
+def test_feedback_names_no_host_path_or_user(tmp_path):
+    """A notebook that puts what it can read of the machine (its mount table, user id, the
+    environment's paths, install records) into its errors gets them quoted in its feedback with
+    nothing of the machine's layout left in."""
+    import re
+
+    from autograder.pipeline import Grader
+
+    path = tmp_path / "nosy.ipynb"
+    nbformat.write(hostile_submission("report_host_paths"), path)
+    with Grader(ROOT / "solutions" / "a2c.ipynb", timeout=60) as grader:
+        result = grader.grade(path, "nosy")
+        workdir = str(grader.workdir)
+    texts = [result.status, *result.notes, *(part.feedback for part in result.parts.values())]
+    text = "\n".join(texts)
+    assert "LEAK: " in result.parts["model"].feedback, result.parts["model"].feedback
+    for host in {str(ROOT), sys.prefix, str(Path(sys.prefix).resolve()), workdir}:
+        assert host not in text, host
+    assert not re.search(r"uid=[0-9]|\b18[0-9]{5}\b|a2c-grading", text), text
+
+
 def test_without_the_sandbox_every_result_says_so(tmp_path):
     """Where bubblewrap cannot start (here: --no-sandbox), is grading still right, and loud?"""
     nbformat.write(course_submission(), tmp_path / "zoe.ipynb")
@@ -260,3 +322,22 @@ def test_without_the_sandbox_every_result_says_so(tmp_path):
     assert report["status"].startswith("unsandboxed") and report["total"] == 14.0, report
     assert done.returncode == 1  # never a grade
     assert {key: part["score"] for key, part in report["parts"].items()} == FULL
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="only a root grader runs the notebook as another user")
+def test_after_an_unsandboxed_attack_nothing_persists(tmp_path):
+    """A notebook graded with --no-sandbox that writes a .pth, a sitecustomize and the grader's
+    files changes nothing (it ran as an unprivileged user of its own), so a stub graded next,
+    in the sandbox, gets 0."""
+    nbformat.write(hostile_submission("write_environment", token=TOKEN), tmp_path / "w.ipynb")
+    (tmp_path / "stub.ipynb").write_bytes(RELEASE.read_bytes())
+    before = _snapshot()
+    done = _cli("grade", "w.ipynb", "--json", "--no-sandbox", cwd=tmp_path)
+    report = json.loads(done.stdout)
+    assert report["status"].startswith("unsandboxed") and report["total"] == 0.0, report
+    assert _snapshot() == before
+    assert _survivors() == []
+    done = _cli("grade", "stub.ipynb", "--json", cwd=tmp_path)
+    report = json.loads(done.stdout)
+    assert report["status"] == "graded" and report["total"] == 0.0, report
+    assert TOKEN not in done.stderr

@@ -61,6 +61,26 @@ def test_the_sandbox_learns_no_host_path_and_sees_no_grader_file(tmp_path: Path)
     assert "plan.json" in ran.output
     assert ran.output.count("ModuleNotFoundError") == 2, ran.output
     assert str(ROOT / "solutions") not in ran.output and str(ROOT / "autograder") not in ran.output
+    if os.getuid() == 0:  # the grader's view is a copy in memory: the mount table names no source
+        assert str(tmp_path) not in ran.output and "grader-view-7f3a" not in ran.output
+
+
+@needs_bwrap
+def test_no_install_record_names_the_checkout() -> None:
+    """The kit's install records (the editable finder, its compiled copy, direct_url.json,
+    RECORD) name the instructor's checkout: the sandbox finds none of them."""
+    import site
+
+    script = (
+        "for d in " + " ".join(site.getsitepackages()) + "; do "
+        'ls "$d" "$d/__pycache__" 2>/dev/null | grep -i a2c_course_kit; '
+        'cat "$d"/a2c_course_kit*/direct_url.json "$d"/a2c_course_kit*/RECORD 2>/dev/null; '
+        'cat "$d"/__pycache__/__editable__*a2c_course_kit* 2>/dev/null; done; echo END'
+    )
+    ran = _sh(script)
+    assert ran.returncode == 0 and "END" in ran.output, ran.output
+    assert str(ROOT) not in ran.output, ran.output
+    assert "direct_url" not in ran.output and "file://" not in ran.output, ran.output
 
 
 def _host_uids(token: str) -> set[int]:
@@ -91,6 +111,53 @@ def test_the_sandbox_is_never_root_on_the_host() -> None:
     uids = set().union(*seen)
     assert uids and 0 not in uids, uids
     assert "READ-SHADOW" not in ran.output, ran.output
+
+
+_UID_OF_RUN = (
+    "import json, sys; from pathlib import Path; from autograder.sandbox import run_in_sandbox; "
+    "ran = run_in_sandbox(['/bin/sh', '-c', 'sleep 3; ps -o user= -p 1 || true'], {}, "
+    "json.loads(sys.argv[1]), b'', 60); print(json.dumps([ran.uid, ran.returncode]))"
+)
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.getuid() != 0, reason="sandbox user ids are given only by a root grader")
+def test_two_grader_processes_never_share_a_sandbox_user() -> None:
+    """Two graders at once (two ``grade-all``, two Dask workers) give their runs different user
+    ids, so that each run's per-user process limit is its own."""
+    import subprocess
+
+    graders = [
+        subprocess.Popen(
+            [sys.executable, "-c", _UID_OF_RUN, json.dumps(ENV)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(3)
+    ]
+    results = [json.loads(grader.communicate(timeout=120)[0]) for grader in graders]
+    assert all(code == 0 for _, code in results), results
+    uids = [uid for uid, _ in results]
+    assert len(set(uids)) == 3 and all(uid >= 1_800_000 for uid in uids), uids
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.getuid() != 0, reason="the staging folder is used by a root grader only")
+def test_a_root_grader_works_with_a_private_tmpdir(tmp_path: Path, monkeypatch) -> None:
+    """As root with TMPDIR in a folder only root can enter (pytest's, a Slurm job's), the
+    sandbox's user still reaches what it must show."""
+    import tempfile
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    shown = private / "view"
+    shown.mkdir()
+    (shown / "seen.txt").write_text("seen")
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    ran = _sh("cat /view/seen.txt; echo; python -c 'print(6 * 7)'", readonly={"/view": shown})
+    assert ran.returncode == 0 and "seen" in ran.output and "42" in ran.output, ran.output
 
 
 @needs_bwrap

@@ -13,16 +13,23 @@ the channel (the file descriptor named by ``A2C_CHANNEL_FD``), which the grader 
 
 Time is enforced here, from outside the student's process: a cell that runs past its limit is
 interrupted (``SIGINT``) and, if it does not stop, killed; a probe step whose record does not
-arrive in time is killed. After a kill, a new executor replays the cells that had finished, so
-one hanging part costs that part and at most one limit, never the parts after it.
+arrive in time is killed. After a kill, a new executor replays the cells that had finished
+(within twice the time they took, plus a few seconds), so one hanging part costs that part and
+one limit, never the parts after it. The whole job has one budget, ``budget_seconds`` (one cell
+limit and a reserve for the rest): every wait is cut to what is left of it, and once it is
+spent, or after :data:`MAX_RESTARTS` kills, the remaining parts are not run and the channel
+says why (``{"event": "stopped", "reason"}``).
 
-Everything written here is untrusted for the grader: the student's code runs as the same user
-and could write to the channel itself. The grader validates every line it reads.
+The executor runs in user, PID and mount namespaces of its own where ``unshare`` can make them
+(``/proc`` shows only its own processes): the student's code cannot signal, stop or read this
+process. Everything written here is still untrusted for the grader: the grader validates every
+line it reads.
 """
 
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +38,21 @@ import time
 MAX_LINE = 64 * 1024**2  # a reply longer than this is dropped (the grader has its own cap)
 INTERRUPT_GRACE = 3.0  # seconds a cell gets to stop after SIGINT before it is killed
 MAX_RESTARTS = 3  # executors killed and replaced; after that the remaining cells are not run
+REPLAY_SLACK = 10.0  # seconds a replay gets on top of twice what the cells took the first time
+#: The executor alone in namespaces of its own, the first process of its PID namespace, in a
+#: session of its own: it cannot see, signal or stop the runner, nor ``unshare`` above it.
+NESTED = ["unshare", "--user", "--map-current-user", "--pid", "--fork", "--kill-child", "--mount",
+          "--mount-proc", "--", "setsid"]  # fmt: skip
+
+
+def _nested_works():
+    if shutil.which("unshare") is None or shutil.which("setsid") is None:
+        return False
+    try:
+        done = subprocess.run([*NESTED, "true"], capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 class GiveUp(Exception):
@@ -40,19 +62,32 @@ class GiveUp(Exception):
 class Executor:
     """The child process that runs the student's cells; requests on its stdin, replies on a pipe."""
 
-    def __init__(self, script):
+    def __init__(self, script, nested):
         read_end, write_end = os.pipe()
         self.process = subprocess.Popen(
-            [sys.executable, script, str(write_end)],
+            [*(NESTED if nested else []), sys.executable, script, str(write_end)],
             stdin=subprocess.PIPE,
             stdout=sys.stderr.fileno(),
             stderr=sys.stderr.fileno(),
             pass_fds=(write_end,),
+            start_new_session=True,  # kill(0, ...) in the student's code reaches only its own
         )
         os.close(write_end)
+        self.nested = nested
         self.replies = read_end
         self.buffer = b""
         self.seq = 0
+
+    def _python(self):
+        """The pid of the executor's Python (under ``unshare``, that process's child)."""
+        if not self.nested:
+            return self.process.pid
+        pid = self.process.pid
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as children:
+                return int(children.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            return None
 
     def send(self, request):
         self.seq += 1
@@ -98,18 +133,26 @@ class Executor:
         return line
 
     def interrupt(self):
+        pid = self._python()
         try:
-            self.process.send_signal(signal.SIGINT)
+            if pid is not None:
+                os.kill(pid, signal.SIGINT)
         except OSError:
             pass
 
     def kill(self):
-        try:
-            self.process.kill()
-        except OSError:
-            pass
+        if self.replies is None:
+            return  # killed already
+        pid = self._python()
+        for target in (pid, self.process.pid):
+            try:
+                if target is not None:
+                    os.kill(target, signal.SIGKILL)
+            except OSError:
+                pass
         self.process.wait()
         os.close(self.replies)
+        self.replies = None
 
 
 def emit(channel, message):
@@ -125,43 +168,72 @@ def failed(error, timed_out=False):
 class Supervisor:
     def __init__(self, job, script, channel):
         self.job, self.script, self.channel = job, script, channel
-        self.done_cells = []  # sources of the cells that finished: replayed after a kill
-        self.executor = Executor(script)
+        self.budget = float(job.get("budget_seconds") or job["cell_seconds"])
+        self.deadline = time.monotonic() + self.budget
+        self.scale = float(job.get("time_scale", 1.0))
+        self.done_cells = []  # (source, seconds) of the cells that finished: replayed after a kill
+        self.probed = set()  # parts whose records went out
+        self.nested = _nested_works()
+        self.executor = Executor(script, self.nested)
         self.restarts = 0
+
+    def left(self, seconds):
+        """``seconds``, cut to what is left of the job's budget."""
+        return max(0.0, min(seconds, self.deadline - time.monotonic()))
+
+    def spent(self):
+        return GiveUp(
+            f"the notebook used up its grading time ({self.budget:g} s: one cell limit of "
+            f"{self.job['cell_seconds']:g} s and a reserve for the rest)"
+        )
 
     def restart(self):
         """A new executor with the finished cells replayed; raises :class:`GiveUp` when that
-        happened too often or a replay fails."""
+        happened too often, the budget is spent, or the replay fails or is slow."""
         self.executor.kill()
         self.restarts += 1
         if self.restarts > MAX_RESTARTS:
-            raise GiveUp(f"the notebook's process had to be stopped {MAX_RESTARTS} times")
-        self.executor = Executor(self.script)
-        for source in self.done_cells:
+            raise GiveUp(f"the notebook's process had to be stopped {MAX_RESTARTS + 1} times")
+        allowed = 2 * sum(seconds for _, seconds in self.done_cells) + REPLAY_SLACK * self.scale
+        allowed = self.left(allowed)
+        if allowed <= 0:
+            raise self.spent()
+        self.executor = Executor(self.script, self.nested)
+        end = time.monotonic() + allowed
+        for source, _ in self.done_cells:
             self.executor.send({"op": "run", "source": source})
-            if not isinstance(self.executor.reply(self.job["cell_seconds"]), dict):
-                raise GiveUp("a cell that had run before did not run again")
+            reply = self.executor.reply(max(0.0, end - time.monotonic()))
+            if not isinstance(reply, dict):
+                raise GiveUp(
+                    f"the cells that had run before did not run again within {allowed:.0f} s"
+                )
 
     def run_cell(self, cell):
         start = time.monotonic()
+        limit = self.left(self.job["cell_seconds"])
+        if limit <= 0:
+            raise self.spent()
+        what = (
+            f"ran past the {self.job['cell_seconds']:g} s limit"
+            if limit >= self.job["cell_seconds"]
+            else "was stopped: the notebook used up its grading time"
+        )
         self.executor.send({"op": "run", "source": cell["source"]})
-        reply = self.executor.reply(self.job["cell_seconds"])
+        reply = self.executor.reply(limit)
+        restart = False
         if reply == "timeout":
             self.executor.interrupt()
             reply = self.executor.reply(INTERRUPT_GRACE)
             if not isinstance(reply, dict):
-                reply = {"error": f"ran past the {self.job['cell_seconds']:g} s limit"}
-                self.restart()
+                reply, restart = {"error": f"{what} (and ignored the interrupt)"}, True
             else:
-                reply = {
-                    "error": f"ran past the {self.job['cell_seconds']:g} s limit (interrupted)"
-                }
+                reply = {"error": f"{what} (interrupted)"}
         elif reply == "dead":
-            reply = {"error": "the cell ended the Python process"}
-            self.restart()
+            reply, restart = {"error": "the cell ended the Python process"}, True
         ok = not reply.get("error")
+        seconds = time.monotonic() - start
         if ok:
-            self.done_cells.append(cell["source"])
+            self.done_cells.append((cell["source"], seconds))
         emit(
             self.channel,
             {
@@ -169,29 +241,41 @@ class Supervisor:
                 "index": cell["index"],
                 "ok": ok,
                 "error": str(reply.get("error") or "")[:2000],
-                "seconds": round(time.monotonic() - start, 3),
+                "seconds": round(seconds, 3),
             },
         )
+        if restart:
+            self.restart()
 
     def probe(self, part, name):
         start = time.monotonic()
-        self._probe(part, name)
-        emit(
-            self.channel,
-            {"event": "probe", "part": part, "seconds": round(time.monotonic() - start, 3)},
-        )
+        try:
+            self._probe(part, name)
+        finally:
+            emit(
+                self.channel,
+                {"event": "probe", "part": part, "seconds": round(time.monotonic() - start, 3)},
+            )
 
     def _probe(self, part, name):
         steps = self.job["steps"].get(part, [])
-        scale = float(self.job.get("time_scale", 1.0))
+        if self.left(1.0) <= 0:
+            raise self.spent()
         self.executor.send(
-            {"op": "probe", "part": part, "name": name, "steps": steps, "scale": scale}
+            {"op": "probe", "part": part, "name": name, "steps": steps, "scale": self.scale}
         )
+        self.probed.add(part)
         for index, step in enumerate(steps):
-            seconds = float(step.get("seconds") or 10.0) * scale
-            reply = self.executor.reply(seconds * self.job["wall_factor"] + 5.0)
+            seconds = float(step.get("seconds") or 10.0) * self.scale
+            wait = seconds * self.job["wall_factor"] + 5.0
+            reply = self.executor.reply(self.left(wait))
             if not isinstance(reply, dict):
-                why = "the grader stopped it" if reply == "timeout" else "the process ended"
+                if reply == "dead":
+                    why = "the process ended"
+                elif self.left(wait) <= 0:
+                    why = "the notebook used up its grading time"
+                else:
+                    why = "the grader stopped it"
                 record = failed(f"did not finish: {why}", timed_out=reply == "timeout")
                 for rest in steps[index:]:
                     emit(self.channel, {"part": part, "key": rest["key"], "record": record})
@@ -201,22 +285,28 @@ class Supervisor:
                 self.channel,
                 {"part": part, "key": reply.get("key"), "record": reply.get("record")},
             )
-        self.executor.reply(5.0)  # the executor's "done"
+        self.executor.reply(self.left(5.0))  # the executor's "done"
 
     def run(self):
         cells = list(self.job["cells"])
+        position = 0
         try:
-            while cells:
-                cell = cells.pop(0)
+            while position < len(cells):
+                cell = cells[position]
                 if cell.get("source") is not None:
                     self.run_cell(cell)
                 if cell.get("part"):
                     self.probe(cell["part"], cell["name"])
+                position += 1
         except GiveUp as why:
+            emit(self.channel, {"event": "stopped", "reason": str(why)})
             record = failed(f"not run: {why}")
-            for cell in cells:
-                for step in self.job["steps"].get(cell.get("part") or "", []):
-                    emit(self.channel, {"part": cell["part"], "key": step["key"], "record": record})
+            for cell in cells[position:]:
+                part = cell.get("part")
+                if part and part not in self.probed:
+                    self.probed.add(part)
+                    for step in self.job["steps"].get(part, []):
+                        emit(self.channel, {"part": part, "key": step["key"], "record": record})
         self.executor.kill()
 
 

@@ -25,7 +25,13 @@ class                 what the notebook does
                       appends to the checkout's grader and ``course_lib``
 ``network``           connects to a server on the grading machine's loopback
 ``detect_grading``    recognises the grading environment and only then defines its "answers"
+``report_host_paths`` raises errors holding what it can read of the machine (its environment's
+                      paths, the mount table, the user id map, install records) for feedback
 ``peek_frames``       searches the garbage collector and the callers' frames for expected values
+``ignore_interrupt``  (:data:`COSTLY`) makes every later cell hang with SIGINT ignored, and its own
+                      cell hang when it is replayed after a kill
+``kill_runner``       (:data:`COSTLY`) kills and stops the supervising runner, by its parent's pid,
+                      by name, ``kill(-1)`` and ``kill(0)``
 ====================  ==========================================================================
 
 ``{token}``, ``{marker}`` and ``{port}`` are filled in by the test (a unique process name, a
@@ -40,7 +46,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-__all__ = ["ATTACKS", "PERSISTENT", "hostile_submission"]
+__all__ = ["ATTACKS", "COSTLY", "PERSISTENT", "hostile_submission"]
 
 RELEASE = Path(__file__).resolve().parents[2] / "notebooks" / "a2c.ipynb"
 
@@ -252,6 +258,29 @@ if any(_signs):
         def act(self, inputs):
             return {"actions": 0}
 ''',
+    "report_host_paths": r'''
+# Whatever this process learns of the grading machine, put where feedback quotes it: an error.
+import glob, os, re, sys
+def _seen():
+    found = []
+    try:
+        table = open("/proc/self/mountinfo").read()
+        found += re.findall(r"uid=[0-9]+", table)[:1]  # the host user id of the sandbox
+        found += [line.split()[3] for line in table.splitlines() if len(line.split()) > 4]
+    except OSError:
+        pass
+    found += [sys.prefix, sys.base_prefix, sys.executable, os.getcwd()]
+    for entry in sys.path:
+        for name in glob.glob(os.path.join(entry, "*.dist-info/direct_url.json")):
+            try:
+                found += re.findall(r"file://[^\"]*", open(name).read())
+            except OSError:
+                pass
+    skip = {"/", "/null", "/zero", "/full", "/random", "/urandom", "/tty", "/usr", "/etc"}
+    return " ".join(dict.fromkeys(f for f in found if f not in skip))
+def make_model(n_actions):
+    raise RuntimeError("LEAK: " + _seen())
+''',
     "peek_frames": r'''
 import gc, sys
 def _loot():
@@ -280,10 +309,55 @@ def make_model(n_actions):
 #: Attacks meant to change what happens after their own grading.
 PERSISTENT = ("outlive", "write_environment")
 
+#: Attacks on the grading's time: each must cost at most the runner's budget (one cell limit and
+#: a reserve), and earn nothing. Graded apart, with a short cell limit.
+COSTLY = {
+    "ignore_interrupt": r'''
+# Every later cell hangs and ignores SIGINT; after a kill, this cell hangs when it is replayed.
+import os, signal, time
+from IPython import get_ipython
+def _hang(*args, **kwargs):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        time.sleep(0.1)
+if os.path.exists("/tmp/.{token}"):
+    _hang()
+open("/tmp/.{token}", "w").close()
+_calls = []
+def _later(*args, **kwargs):
+    _calls.append(1)
+    if len(_calls) > 1:
+        _hang()
+get_ipython().events.register("post_run_cell", _later)
+''',
+    "kill_runner": r'''
+# Kill or stop the process that supervises this one, by every way it could be reached.
+import os, signal
+for _pid in (os.getppid(), 1):
+    for _sig in (signal.SIGSTOP, signal.SIGKILL):
+        try:
+            os.kill(_pid, _sig)
+        except (OSError, ValueError) as error:
+            print("kill", _pid, error)
+for _entry in os.listdir("/proc"):
+    if _entry.isdigit() and int(_entry) != os.getpid():
+        try:
+            if b"runner.py" in open(f"/proc/{_entry}/cmdline", "rb").read():
+                os.kill(int(_entry), signal.SIGKILL)
+        except OSError:
+            pass
+try:
+    os.kill(-1, signal.SIGKILL)
+except OSError as error:
+    print("kill -1", error)
+os.kill(0, signal.SIGKILL)
+''',
+}
+
 
 def hostile_submission(attack: str, **fill: str) -> NotebookNode:
     """The untouched release with ``ATTACKS[attack]`` (its ``{...}`` fields filled in)."""
-    code = ATTACKS[attack]
+    code = {**ATTACKS, **COSTLY}[attack]
     for name, value in fill.items():
         code = code.replace("{" + name + "}", str(value))
     nb = nbformat.read(RELEASE, as_version=4)

@@ -167,6 +167,7 @@ def prepare_references(plan: Mapping[str, Any]) -> float:
 
 # ------------------------------------------------------------------------------ judging
 UNREADABLE = "unreadable result"
+TAMPERED = "the grading runtime was changed in the notebook's process"
 #: Exceptions a judge raises when an observation is not what the probe writes.
 _MALFORMED = (
     RecordError,
@@ -216,6 +217,8 @@ def _verdict(
             record = validate_record(record)
         except RecordError as error:
             return False, f"{UNREADABLE} ({error})", True
+        if record.get("tampered"):
+            return False, f"{TAMPERED} ({str(record.get('error', ''))[:300]})", True
         if record.get("missing"):
             return False, "not defined: the notebook does not define this name", False
         if not record["ok"]:

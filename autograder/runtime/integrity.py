@@ -4,8 +4,9 @@ The student's cells run in the same Python process as the probes, so a cell can 
 module's names (``probes.PROBES["model_net"] = forged``, ``harness.run_probe = ...``), swap a
 function's code (``f.__code__ = g.__code__``), its defaults or closure, or a class's methods.
 :meth:`Seal.capture`, called before any student cell runs, remembers for each given module
-every name with the object it is bound to, and for each function its code object, defaults and
-closure cells, for each class its attributes, for each dict (the probe table) its items.
+every name with the object it is bound to, and for each function and class it defines the
+function's code object, defaults and closure cells, the class's attributes, and for each dict
+(the probe table) its items.
 :meth:`Seal.broken` compares them again and names what changed.
 
 This is a tripwire, not a wall: code that rewrites the process's memory, or the seal itself,
@@ -44,8 +45,11 @@ def _filled(cell: Any) -> bool:
     return True
 
 
-def _state(value: Any) -> tuple[Any, ...]:
-    """What must stay the same object for ``value`` to be unchanged."""
+def _state(value: Any, owner: str) -> tuple[Any, ...]:
+    """What must stay the same object for ``value``, a name of module ``owner``, to be unchanged
+    (the insides of functions and classes defined elsewhere are not the runtime's: identity)."""
+    if getattr(value, "__module__", owner) != owner:
+        return (value,)
     if isinstance(value, types.FunctionType):
         return (value, *_function_state(value))
     if isinstance(value, type):
@@ -88,7 +92,9 @@ class Seal:
     @staticmethod
     def _snapshot(module: types.ModuleType) -> tuple[tuple[str, tuple[Any, ...]], ...]:
         names = sorted(name for name in vars(module) if name not in _VOLATILE)
-        return tuple((name, _state(vars(module)[name])) for name in names[:_MAX_ITEMS])
+        return tuple(
+            (name, _state(vars(module)[name], module.__name__)) for name in names[:_MAX_ITEMS]
+        )
 
     def broken(self) -> list[str]:
         """``module.name`` of every sealed name that was removed, rebound or changed inside."""
@@ -96,6 +102,6 @@ class Seal:
         for module, taken in zip(self._modules, self._taken, strict=True):
             now = vars(module)
             for name, state in taken:
-                if name not in now or not _same(state, _state(now[name])):
+                if name not in now or not _same(state, _state(now[name], module.__name__)):
                     changed.append(f"{module.__name__}.{name}")
         return changed

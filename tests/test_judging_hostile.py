@@ -453,7 +453,7 @@ def test_the_seal_turns_a_patched_probe_table_into_tampered_records(monkeypatch)
         records = _sealed_records(part, plan, seal)
         assert records and all(r.get("tampered") for r in records.values()), part
         result = judge_part(part, records, 2, plan)
-        assert result.score == 0.0 and result.malformed, result.feedback()
+        assert result.score == 0.0 and result.malformed and result.tampered, result.feedback()
         assert "PROBES" in result.feedback()
 
 

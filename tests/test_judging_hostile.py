@@ -2,9 +2,11 @@
 
 The student's process writes the records, so these tests play that process: forged records
 built from the plan's cases and the public fixtures, the reference's records replayed on
-another grading's plan, records that try to break the decoder or a judge, and every class and
-function the student (or the sandbox) can import offered as each part. Each earns 0, is
-rejected cleanly, and never shows the reference's numbers.
+another grading's plan, records that try to break the decoder or a judge, every class and
+function the student (or the sandbox) can import offered as each part, and a probe table
+replaced by a cell (``forge_probes`` of the hostile corpus: judged as the gates see it, and with
+the runtime's seal, which turns it into ``tampered`` records). Each earns 0 (the fixture-made
+policy: no gate and no property), is rejected cleanly, and never shows the reference's numbers.
 """
 
 from __future__ import annotations

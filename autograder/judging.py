@@ -96,6 +96,8 @@ class PartResult:
     subresults: tuple[SubResult, ...]
     #: some observation was not what the probes write: forged or damaged in the student's process
     malformed: bool = False
+    #: some record says the runtime's seal was broken (a patched probe table or runtime)
+    tampered: bool = False
 
     def feedback(self) -> str:
         """The text shown under the graded cell: a header and one line per sub-check."""
@@ -167,6 +169,7 @@ def prepare_references(plan: Mapping[str, Any]) -> float:
 
 # ------------------------------------------------------------------------------ judging
 UNREADABLE = "unreadable result"
+TAMPERED = "the grading runtime was changed in the notebook's process"
 #: Exceptions a judge raises when an observation is not what the probe writes.
 _MALFORMED = (
     RecordError,
@@ -216,6 +219,8 @@ def _verdict(
             record = validate_record(record)
         except RecordError as error:
             return False, f"{UNREADABLE} ({error})", True
+        if record.get("tampered"):
+            return False, f"{TAMPERED} ({str(record.get('error', ''))[:300]})", True
         if record.get("missing"):
             return False, "not defined: the notebook does not define this name", False
         if not record["ok"]:
@@ -258,7 +263,8 @@ def _judge(
     earned = sum(result.points for result in results if result.passed)
     score = min(max_points, max(0.0, round(float(earned), 6)))
     malformed = any(verdict[2] for verdict in verdicts.values())
-    return PartResult(part_key, float(score), max_points, tuple(results), malformed)
+    tampered = any(verdict[1].startswith(TAMPERED) for verdict in verdicts.values())
+    return PartResult(part_key, float(score), max_points, tuple(results), malformed, tampered)
 
 
 def judge_part(

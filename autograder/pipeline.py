@@ -71,7 +71,7 @@ from .course import (
 from .course import generate_feedback as nbgrader_feedback
 from .grading_job import job_cells
 from .host_paths import Redactor
-from .judging import judge_part, make_plan, new_seed, prepare_references
+from .judging import TAMPERED, judge_part, make_plan, new_seed, prepare_references
 from .repair import graded_part, repair_submission
 from .results import GradeResult, PartScore, check_gradebook
 from .runtime import record as records
@@ -402,7 +402,8 @@ class Grader:
                 continue
             result.parts[part] = PartScore(judged.score, judged.max_points, judged.feedback())
             if judged.malformed:
-                channel.malformed.append(f"{part}: observations the probes do not produce")
+                what = TAMPERED if judged.tampered else "observations the probes do not produce"
+                channel.malformed.append(f"{part}: {what}")
         for part, seconds in channel.probe_seconds.items():
             result.timings[f"probe:{part}"] = seconds
         for index, event in sorted(channel.cells.items()):

@@ -218,6 +218,15 @@ def test_hostile_notebook_gains_nothing(graded_class, attack):
     assert "HIDDEN TESTS" not in html
 
 
+def test_a_patched_probe_table_is_tampered(graded_class):
+    """A cell that replaced the runtime's probe table (a zero-weight Nature-DQN reported for the
+    model, the policy's outputs recomputed with the fixture network) is ``tampered``, with 0."""
+    _, rows, _, _ = graded_class
+    row = rows["h_forge_probes"]
+    assert row["status"].startswith("tampered") and row["total"] == "", row
+    assert "provisional total 0 (not a grade)" in row["notes"], row
+
+
 def test_hostile_class_left_the_machine_as_it_was(graded_class, loopback_server):
     """No file of the checkout or the environment changed; nothing reached the host's network."""
     _, _, _, before = graded_class

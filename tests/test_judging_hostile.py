@@ -2,15 +2,18 @@
 
 The student's process writes the records, so these tests play that process: forged records
 built from the plan's cases and the public fixtures, the reference's records replayed on
-another grading's plan, records that try to break the decoder or a judge, and every class and
-function the student (or the sandbox) can import offered as each part. Each earns 0, is
-rejected cleanly, and never shows the reference's numbers.
+another grading's plan, records that try to break the decoder or a judge, every class and
+function the student (or the sandbox) can import offered as each part, and a probe table
+replaced by a cell (``forge_probes`` of the hostile corpus: judged as the gates see it, and with
+the runtime's seal, which turns it into ``tampered`` records). Each earns 0 (the fixture-made
+policy: no gate and no property), is rejected cleanly, and never shows the reference's numbers.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import json
 import pkgutil
@@ -24,7 +27,7 @@ import pytest
 
 import course_lib
 from autograder import runtime
-from autograder.checks import PART_KEYS, PART_NAMES
+from autograder.checks import PART_KEYS, PART_NAMES, subchecks
 from autograder.judging import judge_part, make_plan, run_part
 from autograder.runtime.harness import run_steps
 from autograder.runtime.record import RecordError, dumps, load_record, loads
@@ -349,3 +352,134 @@ def test_the_runtime_works_as_the_top_level_package_grading_runtime(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     records = loads((tmp_path / "records.json").read_text())
     assert judge_part("merge_time_batch", records, 2, plan).score == 2.0
+
+
+# ------------------------------------------------------------------------------ forged probes
+def _stub(*args, **kwargs):
+    raise NotImplementedError()
+
+
+def _forge(monkeypatch):
+    """Run the ``forge_probes`` attack's cell in this process (``grading_runtime`` is this
+    runtime); returns the probe table as it was before."""
+    from autograder.runtime import fixtures, harness, probes, record
+    from tests.submissions.hostile import ATTACKS
+
+    monkeypatch.setitem(sys.modules, "grading_runtime", runtime)
+    for module in (fixtures, harness, probes, record):
+        name = f"grading_runtime.{module.__name__.rsplit('.', 1)[-1]}"
+        monkeypatch.setitem(sys.modules, name, module)
+    original = dict(probes.PROBES)
+    exec(ATTACKS["forge_probes"], {})
+    assert probes.PROBES["model_net"] is not original["model_net"]
+    return original
+
+
+@pytest.fixture
+def forged_probes(monkeypatch):
+    """The attack on a copy of the probe table: what the student's process reports when a cell
+    replaced the table's entries (no seal checked)."""
+    from autograder.runtime import probes
+
+    monkeypatch.setattr(probes, "PROBES", dict(probes.PROBES))
+    return _forge(monkeypatch)
+
+
+def _records(part, plan, candidate=_stub):
+    return {key: loads(dumps(r)) for key, r in run_steps(candidate, plan["parts"][part], 1.0)}
+
+
+def test_a_zero_weight_nature_dqn_reported_by_a_forged_probe_earns_nothing(forged_probes):
+    """The probe loads this grading's drawn weights into the student's layers and the grader
+    computes the network with them: reported weights (all 0) explain nothing."""
+    for seed in (1, 2, 3):
+        plan = make_plan(seed)
+        result = judge_part("model", _records("model", plan), 1, plan)
+        assert result.score == 0.0 and not result.malformed, result.feedback()
+        assert "test weights loaded into your layers" in result.feedback()
+
+
+def test_the_fixture_network_alone_opens_no_policy_gate(forged_probes):
+    """Outputs recomputed with the fixture network the sandbox holds, and no sampling done:
+    the gate (outputs, log-probabilities of drawn actions, sampling) stays closed and no
+    property earns."""
+    from autograder.runtime import probes
+
+    probes.PROBES["policy_samples"] = forged_probes["policy_samples"]  # the real probe: stub
+    plan = make_plan(4)
+    result = judge_part("policy", _records("policy", plan), 2, plan)
+    verdicts = {sub.key: sub.passed for sub in result.subresults}
+    assert verdicts["outputs"] and not verdicts["sampling"], result.feedback()
+    gated = {check.key for check in subchecks("policy") if check.gated}
+    assert gated and not any(verdicts[key] for key in gated), result.feedback()
+
+
+def _executor():
+    spec = importlib.util.spec_from_file_location(
+        "a2c_executor", ROOT / "autograder" / "in_sandbox" / "executor.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _sealed_records(part, plan, seal, candidate=_stub):
+    executor = _executor()
+    request = {"steps": plan["parts"][part], "scale": 1.0, "candidate": candidate}
+    return {
+        key: load_record(text)
+        for key, text in executor._probe(run_steps, dumps, seal.broken, request)
+    }
+
+
+def _seal():
+    from autograder.runtime import fixtures, harness, integrity, probes, record
+
+    return integrity.Seal.capture((runtime, harness, probes, fixtures, record, integrity))
+
+
+def test_the_seal_turns_a_patched_probe_table_into_tampered_records(monkeypatch):
+    """Sealed before the cells ran, then the attack's cell: every record of every part says
+    ``tampered``, earns 0 and marks the part malformed (the grader's ``tampered`` status)."""
+    from autograder.runtime import probes
+
+    monkeypatch.setattr(probes, "PROBES", dict(probes.PROBES))
+    seal = _seal()
+    plan = make_plan(6)
+    honest = judge_part(
+        "policy", _sealed_records("policy", plan, seal, REFERENCE["policy"]), 2, plan
+    )
+    assert honest.score == 2.0 and not honest.malformed
+    _forge(monkeypatch)  # the attack's cell, after the seal
+    for part in ("model", "policy", "gae"):
+        records = _sealed_records(part, plan, seal)
+        assert records and all(r.get("tampered") for r in records.values()), part
+        result = judge_part(part, records, 2, plan)
+        assert result.score == 0.0 and result.malformed and result.tampered, result.feedback()
+        assert "PROBES" in result.feedback()
+
+
+class _PatchesWhileProbed:
+    """A Policy whose constructor rewrites a probe function's code while its step runs."""
+
+    def __init__(self, model):
+        from autograder.runtime import probes
+
+        probes._reaches.__code__ = (lambda output, parameters: True).__code__
+
+    def act(self, observations):
+        raise NotImplementedError()
+
+
+def test_the_seal_sees_code_swapped_during_a_step(monkeypatch):
+    """A change made by the student's code inside a step: that step's record and the rest say
+    ``tampered`` (the later steps are not run)."""
+    from autograder.runtime import probes
+
+    monkeypatch.setattr(probes._reaches, "__code__", probes._reaches.__code__)
+    seal = _seal()
+    plan = make_plan(7)
+    records = _sealed_records("policy", plan, seal, _PatchesWhileProbed)
+    assert set(records) == {step["key"] for step in plan["parts"]["policy"]}
+    assert all(record.get("tampered") for record in records.values()), records
+    assert "probes._reaches" in next(iter(records.values()))["error"]

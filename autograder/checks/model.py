@@ -6,13 +6,16 @@ the Nature-DQN network: ``obs / 255``, conv 32 8x8 stride 4, conv 64 4x4 stride 
 stride 1 (ReLU after each), a 512-unit linear layer (ReLU), and two linear heads (``A`` logits,
 one value).
 
-The probe reports the layers the student's forward pass used, in order, with their weights,
-and the outputs on frames drawn for this grading. The grader checks the layers are the
-Nature-DQN's and recomputes the outputs itself from those weights (:func:`nature_dqn`): the
-gate ``uint8`` passes only when the student's outputs are what that network gives. Names,
-initialisation and the way the layers are written are the student's choice. The other checks
-(a batch of one, float input, other action counts, gradients, registration, the first policy,
-a value head that can go negative) are gated on it.
+The probe reports the layers the student's forward pass used, in order, then loads weights
+drawn for this grading (:func:`autograder.runtime.fixtures.nature_weights`, from the case's
+``weight_seed``) into those layers and reports the outputs on frames drawn for this grading,
+once more with the value head negated (so some values are negative). The grader computes what
+the Nature-DQN network gives with the same weights (:func:`nature_dqn`, which the sandbox never
+sees): the gate ``uint8`` passes only when the student's network computes that, so no reported
+weights (all zeros, say) explain the outputs. Names, initialisation and the way the layers are
+written are the student's choice. The other checks (a batch of one, float input, other action
+counts, gradients, registration, the first policy, a value head that can go negative) are
+gated on it.
 """
 
 from __future__ import annotations
@@ -66,13 +69,13 @@ def _layer_text(layer: dict[str, Any]) -> str:
     return f"{layer.get('kind')} {shape}"
 
 
-def _weights(layers: list[dict[str, Any]], n_actions: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(weight, bias) of conv1..3, fc, policy head, value head; CheckFailed if not Nature-DQN."""
+def _structure(layers: list[dict[str, Any]], n_actions: int) -> list[bool]:
+    """Whether each of conv1..3, fc, policy head, value head has a bias; CheckFailed if the
+    layers the forward pass used are not the Nature-DQN network's."""
     used = "; ".join(_layer_text(layer) for layer in layers[:8]) or "no conv2d or linear layer"
     problem = CheckFailed(f"the model's forward pass should use {NATURE_TEXT}. Yours used: {used}")
     if len(layers) != 6:
         raise problem
-    out = []
     for layer, (kind, shape, stride) in zip(layers[:4], TRUNK, strict=True):
         if layer.get("kind") != kind or tuple(layer.get("shape", ())) != shape:
             raise problem
@@ -83,26 +86,27 @@ def _weights(layers: list[dict[str, Any]], n_actions: int) -> list[tuple[np.ndar
             or layer.get("groups") != 1
         ):
             raise problem
-        out.append(layer)
     heads = {tuple(layer.get("shape", ())): layer for layer in layers[4:]}
     if any(layer.get("kind") != "linear" for layer in layers[4:]) or set(heads) != {
         (n_actions, 512),
         (1, 512),
     }:
         raise problem
-    out += [heads[(n_actions, 512)], heads[(1, 512)]]
-    weights = []
-    for layer in out:
-        weight = layer.get("weight")
-        if not isinstance(weight, np.ndarray) or weight.shape != tuple(layer["shape"]):
-            raise CheckFailed("the model's weights were not reported")
-        bias = layer.get("bias")
-        if bias is None:
-            bias = np.zeros(weight.shape[0], dtype=np.float32)
-        if not isinstance(bias, np.ndarray) or bias.shape != (weight.shape[0],):
+    ordered = [*layers[:4], heads[(n_actions, 512)], heads[(1, 512)]]
+    biases = []
+    for layer in ordered:
+        bias_shape = layer.get("bias_shape")
+        if bias_shape is not None and list(bias_shape) != [layer["shape"][0]]:
             raise problem
-        weights.append((weight, bias))
-    return weights
+        biases.append(bias_shape is not None)
+    return biases
+
+
+@functools.lru_cache(maxsize=8)
+def _drawn(weight_seed: int, n_actions: int, biases: tuple[bool, ...]):
+    """The case's drawn weights, without the biases of the layers that have none."""
+    drawn = fixtures.nature_weights(weight_seed, n_actions)
+    return [(w, b if has else np.zeros_like(b)) for (w, b), has in zip(drawn, biases, strict=True)]
 
 
 def nature_dqn(
@@ -133,21 +137,36 @@ def _close(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 def _verified(observation: dict[str, Any], case: dict[str, Any], output_key: str, n: int):
-    """The student's outputs ``output_key`` on the first ``n`` frames, checked against the
-    grader's Nature-DQN with the student's own weights; returns (logits, values)."""
+    """The student's outputs ``output_key`` on the first ``n`` frames with the case's drawn
+    weights loaded, checked against the grader's Nature-DQN with the same weights."""
     A = case["n_actions"]
-    problem = output_pair_problem(observation[output_key], n, A)
-    if problem:
-        raise CheckFailed(problem)
-    weights = _weights(observation["layers"], A)
+    biases = _structure(observation["layers"], A)
+    drawn = observation["drawn"]
+    if "error" in drawn:
+        raise CheckFailed(
+            f"the grader could not load its test weights into your network: {drawn['error']}. "
+            f"The forward pass should use {NATURE_TEXT}"
+        )
+    weights = _drawn(case["weight_seed"], A, tuple(biases))
     obs = _frames(case["n"], case["obs_seed"])[:n]
+    keys = [output_key] + (["mirror_output"] if output_key == "output" else [])
+    for key in keys:
+        problem = output_pair_problem(drawn[key], n, A)
+        if problem:
+            raise CheckFailed(problem)
+        if key == "mirror_output":  # the value head negated: the values change sign
+            weights = [*weights[:5], (-weights[5][0], -weights[5][1])]
+        _compare(tuple(array_of(item) for item in drawn[key]["items"]), weights, obs, A, n)
+
+
+def _compare(got, weights, obs: np.ndarray, A: int, n: int) -> None:
+    """CheckFailed with a hint unless ``got`` is what the Nature-DQN network gives."""
     want = nature_dqn(weights, obs)
-    got = tuple(array_of(item) for item in observation[output_key]["items"])
     wrong = [
         name for name, g, w in zip(("logits", "values"), got, want, strict=True) if not _close(g, w)
     ]
     if not wrong:
-        return got
+        return
     hint = ""
     unscaled = nature_dqn(weights, obs, scale=1.0)
     if all(_close(g, w) for g, w in zip(got, unscaled, strict=True)):
@@ -159,11 +178,9 @@ def _verified(observation: dict[str, Any], case: dict[str, Any], output_key: str
             " Yours are the network's values passed through a ReLU or softplus: the value head "
             "is a plain linear layer, no ReLU or softplus after it (returns can be negative)."
         )
-    elif observation.get("outside_parameters"):
-        hint = " Some tensors the forward pass uses are not registered parameters."
     raise CheckFailed(
-        f"on {n} uint8 frames with n_actions={A}, your {' and '.join(wrong)} differ from what "
-        f"{NATURE_TEXT} computes with your own weights.{hint}"
+        f"on {n} uint8 frames with n_actions={A} and test weights loaded into your layers, your "
+        f"{' and '.join(wrong)} differ from what {NATURE_TEXT} computes with those weights.{hint}"
     )
 
 
@@ -184,7 +201,7 @@ def _float(observation: dict[str, Any], case: dict[str, Any]) -> None:
         _verified(observation, case, "float_output", case["n"])
     except CheckFailed as failure:
         raise CheckFailed(f"with float input in [0, 255]: {failure}") from None
-    if not observation["float_input_unchanged"]:
+    if not observation["drawn"]["float_input_unchanged"]:
         raise CheckFailed(
             "model(obs) changed its float input in place (e.g. `x = obs.float(); x /= 255`: "
             ".float() returns the same tensor when obs is already float): use `x = obs.float() / 255`"
@@ -220,7 +237,10 @@ def _gradients(observation: dict[str, Any], case: dict[str, Any]) -> None:
 
 
 def _not_saturated(observation: dict[str, Any], case: dict[str, Any]) -> None:
-    logits, _ = _verified(observation, case, "output", case["n"])
+    problem = output_pair_problem(observation["output"], case["n"], case["n_actions"])
+    if problem:
+        raise CheckFailed(problem)
+    logits = array_of(observation["output"]["items"][0])
     top = float(np.exp(log_softmax(logits)).max(axis=-1).mean())
     if top > 0.99:
         raise CheckFailed(
@@ -276,12 +296,13 @@ def draw_cases(rng: np.random.Generator) -> dict[str, list[dict[str, Any]]]:
     """This grading's cases: action counts, batch sizes, initialisation and frame seeds."""
 
     def case(n_actions: int, n: int, **extra: Any) -> dict[str, Any]:
-        seeds = rng.integers(0, 2**31, 2)
+        seeds = rng.integers(0, 2**31, 3)
         return {
             "n_actions": int(n_actions),
             "init_seed": int(seeds[0]),
             "n": n,
             "obs_seed": int(seeds[1]),
+            "weight_seed": int(seeds[2]),
             **extra,
         }
 

@@ -7,7 +7,10 @@ torch tensor, which the runner converts), ``logits`` ``(N, A)``, ``log_probs`` `
 
 Outputs are checked on a small fixture network whose outputs the grader computes itself, on
 frames drawn for this grading; logits are compared up to a constant per row (softmax ignores
-it, so ``log_softmax(logits)`` is as good as the logits). The gate is ``outputs``. Sampling is
+it, so ``log_softmax(logits)`` is as good as the logits). The gate is ``outputs``, ``log_probs``
+and ``sampling`` together: the fixture network the sandbox holds gives the outputs, but not
+log-probabilities of drawn actions nor draws from the softmax; the properties (types, the graph
+of logits and values, independent draws) earn only behind it. Sampling is
 checked with :class:`~autograder.runtime.fixtures.ProfileModel`, whose probabilities are drawn
 for this grading, by a chi-square goodness-of-fit test. Its threshold, p < 1e-6, makes a false
 failure of a correct sampler a one-in-a-million event, while greedy (argmax) or uniform sampling
@@ -33,7 +36,10 @@ from .base import CheckFailed, SubCheck, array_of, describe, fmt, is_close, log_
 
 __all__ = ["GATE", "SUBCHECKS", "chi_square_p_value", "draw_cases"]
 
-GATE = ("outputs",)
+#: What only act's whole computation on the given model produces: the model's outputs, the
+#: log-probabilities of the actions it drew, and draws that follow the secret profiles' softmax.
+#: The fixture network alone explains the outputs, never the other two.
+GATE = ("outputs", "log_probs", "sampling")
 KEYS = ("actions", "logits", "log_probs", "values")
 #: The shape of the sampling test's profiles: a permutation of these, slightly perturbed.
 PROFILE = np.array([0.5, 0.25, 0.15, 0.1])
@@ -115,11 +121,25 @@ def _log_probs(observation: dict[str, Any], case: dict[str, Any]) -> None:
     if problem:
         own = log_probs_problem(got, array_of(keys["logits"]), actions)
         raise CheckFailed(problem if own else f"{problem} (they fit your logits, not the model's)")
-    if not keys["log_probs"].get("requires_grad") or not observation.get("log_probs_reach_model"):
+    reached = observation.get("log_probs_reach_model") is True
+    if not keys["log_probs"].get("requires_grad") or not reached:
         raise CheckFailed(
             "log_probs carry no autograd graph to the model's parameters (computed under "
             "torch.no_grad() or detached?): A2C backpropagates through them"
         )
+
+
+def _graph(observation: dict[str, Any], case: dict[str, Any]) -> None:
+    _types(observation, case)
+    for key, why in (
+        ("values", "the critic learns from them (value loss): no .detach() or .item() on values"),
+        ("logits", "the entropy bonus is computed from them: no .detach() on logits"),
+    ):
+        if observation.get(f"{key}_reach_model") is not True:
+            raise CheckFailed(
+                f"{key} carry no autograd graph to the model's parameters (detached or computed "
+                f"under torch.no_grad()?): {why}"
+            )
 
 
 def _counts(observation: dict[str, Any], case: dict[str, Any]) -> np.ndarray:
@@ -223,6 +243,15 @@ SUBCHECKS = (
         "policy_act",
         "act",
         _log_probs,
+    ),
+    SubCheck(
+        "graph",
+        "logits and values keep their autograd graph to the model (A2C trains through them)",
+        1,
+        "policy_act",
+        "act",
+        _graph,
+        gated=True,
     ),
     SubCheck(
         "sampling",

@@ -12,6 +12,11 @@ at a time on standard input:
 Replies go to the file descriptor ``REPLY_FD``; what the student's code prints goes to
 standard output and error (the grader keeps the end of it as the log). Nothing here judges:
 the records are plain data (:mod:`grading_runtime.record`) that the grader validates.
+
+Before the first cell runs, the executor keeps its own references to the runtime's entry points
+and seals the runtime's modules (:class:`grading_runtime.integrity.Seal`). A probe step whose
+seal is broken (a cell rebound the probe table, a probe, or a function's code) is not run or
+not reported: its record says ``tampered``, which makes the result ``tampered``.
 """
 
 import json
@@ -20,9 +25,47 @@ import sys
 
 
 def _runtime():
-    from grading_runtime import harness, record
+    """The runtime's modules, and a seal on them taken before any cell of the student's runs."""
+    import grading_runtime
+    from grading_runtime import fixtures, harness, integrity, probes, record
 
-    return harness, record
+    import course_lib.checks
+    import course_lib.checks.fixtures
+    import course_lib.checks.properties
+
+    sealed = (grading_runtime, harness, probes, fixtures, record, integrity)
+    sealed += (course_lib.checks, course_lib.checks.fixtures, course_lib.checks.properties)
+    return harness, record, integrity.Seal.capture(sealed)
+
+
+def _tampered(changed):
+    return {
+        "ok": False,
+        "timed_out": False,
+        "tampered": True,
+        "error": "changed: " + ", ".join(changed[:8]),
+    }
+
+
+def _probe(run_steps, dumps, broken, request):
+    """``(key, record text)`` of each step. The seal is checked before the first step and after
+    each (a step runs the student's code); once it is broken, every step not yet reported gets
+    a ``tampered`` record and is not run."""
+    steps, sent = request["steps"], set()
+    changed = broken()
+    if not changed:
+        outcomes = run_steps(request["candidate"], steps, request["scale"])
+        for key, outcome in outcomes:
+            changed = broken()
+            if changed:
+                outcomes.close()
+                break
+            sent.add(key)
+            yield key, dumps(outcome)
+    if changed:
+        for step in steps:
+            if step["key"] not in sent:
+                yield step["key"], dumps(_tampered(changed))
 
 
 def main(reply_fd):
@@ -40,10 +83,12 @@ def main(reply_fd):
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    harness, record = _runtime()
+    harness, record, seal = _runtime()
+    # Kept from before the first cell: a cell that rebinds these names changes nothing here.
+    run_steps, dumps, loads, broken = harness.run_steps, record.dumps, record.loads, seal.broken
     for line in requests:
         try:
-            request = record.loads(line)  # the plan's cases hold arrays: the record format
+            request = loads(line)  # the plan's cases hold arrays: the record format
             seq, op = request["seq"], request["op"]
         except Exception:  # noqa: BLE001 - not a request of the runner's: ignored
             continue
@@ -57,10 +102,11 @@ def main(reply_fd):
             if candidate is None:
                 missing = {"ok": False, "timed_out": False, "missing": True, "error": "not defined"}
                 for step in steps:
-                    reply({"key": step["key"], "record": record.dumps(missing)})
+                    reply({"key": step["key"], "record": dumps(missing)})
             else:
-                for key, outcome in harness.run_steps(candidate, steps, request["scale"]):
-                    reply({"key": key, "record": record.dumps(outcome)})
+                request["candidate"] = candidate
+                for key, text in _probe(run_steps, dumps, broken, request):
+                    reply({"key": key, "record": text})
             reply({"done": True})
     return 0
 

@@ -7,7 +7,9 @@ trajectories are inputs. Their outputs are known or cheap to recompute, so the g
 compute what a part should give on them.
 
 The frames are :func:`course_lib.checks.fixtures.frames` (one code per frame, which the table
-models read) or random pixels (:func:`random_frames`).
+models read) or random pixels (:func:`random_frames`). :func:`nature_weights` draws weights for
+the student's Nature-DQN network from a seed: numbers only, no forward pass (the grader's own
+forward pass lives in ``autograder/checks/model.py``, which the sandbox never sees).
 """
 
 from __future__ import annotations
@@ -32,10 +34,34 @@ __all__ = [
     "frames",
     "make_fixture_model",
     "merged_batch",
+    "nature_weights",
     "random_frames",
     "read_codes",
     "returns_trajectory",
 ]
+
+
+#: (weight shape, stride) of the Nature-DQN trunk: conv1..3 and the 3136->512 layer.
+NATURE_TRUNK = (((32, 4, 8, 8), 4), ((64, 32, 4, 4), 2), ((64, 64, 3, 3), 1), ((512, 3136), None))
+
+
+def nature_weights(seed: int, n_actions: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(weight, bias)`` float32 of conv1..3, the hidden layer, the policy and the value head,
+    drawn from ``seed`` (He-scaled, so the activations stay of order one on frames / 255).
+
+    The model probe loads them into the student's network; the grader computes what the
+    Nature-DQN network gives with the same weights. They are inputs, not an answer.
+    """
+    rng = np.random.default_rng(seed)
+    shapes = [shape for shape, _ in NATURE_TRUNK] + [(n_actions, 512), (1, 512)]
+    drawn = []
+    for shape in shapes:
+        fan_in = int(np.prod(shape[1:]))
+        bound = np.sqrt(6.0 / fan_in)
+        weight = rng.uniform(-bound, bound, size=shape).astype(np.float32)
+        bias = rng.uniform(-0.1, 0.1, size=shape[0]).astype(np.float32)
+        drawn.append((weight, bias))
+    return drawn
 
 
 def random_frames(n: int, seed: int) -> np.ndarray:

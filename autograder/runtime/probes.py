@@ -4,11 +4,12 @@ A probe never judges. It builds the part's inputs from a *case* (plain data: siz
 small arrays drawn by the grader for this grading), calls the student's code once or a few
 times and returns an observation: the outputs (:func:`course_lib.checks.properties.capture`),
 and facts only the running code can see (which parameters a gradient reached, which inputs
-were changed in place, which layers the model's forward pass used, with their weights).
+were changed in place, which layers the model's forward pass used).
 Exceptions from the student's code propagate to the caller (:mod:`.harness`).
 
 The grader runs the same probes on the reference in its own process, on the same case, and
-compares; for the model, it recomputes the outputs itself from the reported weights.
+compares; for the model, the probe loads weights drawn from the case into the student's layers
+and the grader computes what the Nature-DQN network gives with those weights.
 
 ``PROBES`` maps a probe's name to its function ``probe(candidate, case) -> dict``.
 """
@@ -33,8 +34,8 @@ from . import fixtures
 __all__ = ["PROBES", "run_probe", "seed_all"]
 
 Observation = dict[str, Any]
-#: At most this many layers are reported, each weight with at most this many elements.
-MAX_LAYERS, MAX_WEIGHT = 16, 4_000_000
+#: At most this many layers are reported.
+MAX_LAYERS = 16
 
 
 def seed_all(seed: int) -> None:
@@ -69,29 +70,79 @@ def _pair(value: Any) -> Any:
     return [int(v) for v in value]
 
 
-def _layers(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Each distinct layer (by its weight tensor) in the order the forward pass first used it."""
-    layers, seen = [], set()
+def _distinct(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The calls of distinct layers (by weight tensor), in the order the forward pass used them."""
+    found, seen = [], set()
     for kind, bound in calls:
-        weight, bias = bound.get("weight"), bound.get("bias")
-        if not isinstance(weight, torch.Tensor) or id(weight) in seen:
-            continue
-        seen.add(id(weight))
+        weight = bound.get("weight")
+        if isinstance(weight, torch.Tensor) and id(weight) not in seen:
+            seen.add(id(weight))
+            found.append((kind, bound))
+    return found
+
+
+def _layers(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each distinct layer: its kind, weight and bias shapes, and the convolutions' settings."""
+    layers = []
+    for kind, bound in _distinct(calls)[:MAX_LAYERS]:
+        weight, bias = bound["weight"], bound.get("bias")
         layer = {"kind": kind, "shape": list(weight.shape), "bias_shape": None}
-        if weight.numel() <= MAX_WEIGHT:
-            layer["weight"] = weight.detach().cpu().float().numpy()
         if isinstance(bias, torch.Tensor):
             layer["bias_shape"] = list(bias.shape)
-            layer["bias"] = bias.detach().cpu().float().numpy()
         if kind == "conv2d":
             layer["stride"] = _pair(bound.get("stride", 1))
             layer["padding"] = _pair(bound.get("padding", 0))
             layer["dilation"] = _pair(bound.get("dilation", 1))
             layer["groups"] = int(bound.get("groups", 1))
         layers.append(layer)
-        if len(layers) >= MAX_LAYERS:
-            break
     return layers
+
+
+def _load_drawn(model: Any, calls: list[tuple[str, dict[str, Any]]], case: dict[str, Any]) -> str:
+    """Copy the case's drawn Nature-DQN weights into the tensors the forward pass used (a
+    tensor the forward pass makes anew each time keeps nothing, and its outputs show it).
+
+    The trunk's layers in the order they were used, the heads by shape (``(A, 512)`` logits,
+    ``(1, 512)`` value). Returns ``""``, or why the weights could not be loaded.
+    """
+    A = int(case["n_actions"])
+    used = _distinct(calls)
+    shapes = [tuple(bound["weight"].shape) for _, bound in used]
+    trunk = [shape for shape, _ in fixtures.NATURE_TRUNK]
+    if len(used) != 6 or shapes[:4] != trunk or sorted(shapes[4:]) != sorted([(A, 512), (1, 512)]):
+        return "the forward pass does not use the Nature-DQN layers"
+    heads = sorted(used[4:], key=lambda call: tuple(call[1]["weight"].shape) != (A, 512))
+    drawn = fixtures.nature_weights(int(case["weight_seed"]), A)
+    with torch.no_grad():
+        for (_, bound), (weight, bias) in zip([*used[:4], *heads], drawn, strict=True):
+            tensors = [(bound["weight"], weight)]
+            if isinstance(bound.get("bias"), torch.Tensor):
+                tensors.append((bound["bias"], bias))
+            for tensor, value in tensors:
+                tensor.copy_(torch.from_numpy(value).reshape(tensor.shape))
+    return ""
+
+
+def _drawn_outputs(model: Any, calls: list[tuple[str, dict[str, Any]]], obs, case) -> Observation:
+    """Outputs with the case's drawn weights loaded: uint8, float, one frame, and uint8 again
+    with the value head's weight and bias negated (so some values are negative)."""
+    problem = _load_drawn(model, calls, case)
+    if problem:
+        return {"error": problem}
+    as_float = obs.float()
+    kept = as_float.clone()
+    observed: Observation = {}
+    with torch.no_grad():
+        observed["output"] = capture(model(obs))
+        observed["float_output"] = capture(model(as_float))
+        observed["one_output"] = capture(model(obs[:1]))
+        observed["float_input_unchanged"] = bool(torch.equal(as_float, kept))
+        value_head = max(_distinct(calls)[4:], key=lambda call: call[1]["weight"].shape[0] == 1)
+        for tensor in (value_head[1]["weight"], value_head[1].get("bias")):
+            if isinstance(tensor, torch.Tensor):
+                tensor.neg_()
+        observed["mirror_output"] = capture(model(obs))
+    return observed
 
 
 def _build(make_model: Callable[[int], Any], n_actions: int, init_seed: int) -> Any:
@@ -104,8 +155,10 @@ def _obs(case: dict[str, Any], key: str = "obs_seed", n: str = "n") -> torch.Ten
 
 
 def model_net(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
-    """One model, every fact the model part needs: the layers its forward used (with their
-    weights), its outputs on uint8, float and one-frame inputs, gradients, registration."""
+    """One model, every fact the model part needs: the layers its forward pass used, its first
+    outputs, gradients, registration; then, with the case's drawn weights loaded into those
+    layers (:func:`.fixtures.nature_weights`), its outputs on uint8, float and one-frame inputs.
+    """
     model = _build(make_model, case["n_actions"], case["init_seed"])
     obs = _obs(case)
     observed: Observation = {
@@ -116,16 +169,11 @@ def model_net(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observa
         output = model(obs)
     observed["output"] = capture(output)
     observed["layers"] = _layers(log.calls)
-    as_float = obs.float()
-    kept = as_float.clone()
-    with torch.no_grad():
-        observed["float_output"] = capture(model(as_float))
-        observed["one_output"] = capture(model(obs[:1]))
-    observed["float_input_unchanged"] = bool(torch.equal(as_float, kept))
     parameters = list(model.parameters()) if isinstance(model, nn.Module) else []
     observed["trainable"] = int(sum(p.numel() for p in parameters if p.requires_grad))
     observed.update(_gradients(model, obs))
     observed.update(_registered(make_model, model, obs, case))
+    observed["drawn"] = _drawn_outputs(model, log.calls, obs, case)
     return observed
 
 
@@ -217,14 +265,20 @@ def policy_act(Policy: type, case: dict[str, Any]) -> Observation:
         for key in ("actions", "logits", "log_probs", "values"):
             if key in out:
                 observed["keys"][key] = capture(out[key])
-        log_probs = out.get("log_probs")
-        if isinstance(log_probs, torch.Tensor) and log_probs.requires_grad:
-            model.zero_grad()
-            log_probs.sum().backward()
-            observed["log_probs_reach_model"] = any(
-                p.grad is not None and bool(p.grad.abs().sum() > 0) for p in model.parameters()
-            )
+        parameters = list(model.parameters())
+        for key in ("logits", "log_probs", "values"):
+            observed[f"{key}_reach_model"] = _reaches(out.get(key), parameters)
     return observed
+
+
+def _reaches(output: Any, parameters: list[torch.Tensor]) -> bool:
+    """Does a gradient of ``output`` reach one of ``parameters`` (the graph is kept)?"""
+    if not isinstance(output, torch.Tensor) or not output.requires_grad:
+        return False
+    grads = torch.autograd.grad(
+        output.float().sum(), parameters, retain_graph=True, allow_unused=True
+    )
+    return any(grad is not None and bool(grad.abs().sum() > 0) for grad in grads)
 
 
 def _action_indices(actions: Any, n: int, n_actions: int) -> np.ndarray | None:

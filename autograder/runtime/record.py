@@ -52,7 +52,7 @@ MAX_STRING = 20_000
 MAX_ARRAY_ELEMENTS = 4_000_000
 MAX_NDIM = 8
 MAX_INT = 2**53
-_ENVELOPE = {"ok", "observation", "seconds", "error", "timed_out", "missing"}
+_ENVELOPE = {"ok", "observation", "seconds", "error", "timed_out", "missing", "tampered"}
 
 
 class RecordError(ValueError):
@@ -198,7 +198,8 @@ def validate_record(record: Any) -> dict[str, Any]:
     """``record`` if it has a probe record's envelope, else :class:`RecordError`.
 
     ``{"ok": true, "observation": dict, "seconds"?: number}`` or ``{"ok": false, "error": str,
-    "timed_out"?: bool, "missing"?: bool}``; the observation's content is the judges' to read.
+    "timed_out"?: bool, "missing"?: bool, "tampered"?: bool}`` (``tampered``: the runtime's
+    seal found a change, :mod:`.integrity`); the observation's content is the judges' to read.
     """
     if not isinstance(record, dict) or not isinstance(record.get("ok"), bool):
         raise RecordError("not a record: expected a dict with a boolean 'ok'")
@@ -212,7 +213,7 @@ def validate_record(record: Any) -> dict[str, Any]:
             raise RecordError("a passing record with an error")
     elif not isinstance(record.get("error"), str):
         raise RecordError("a failed record without an error message")
-    for key in ("timed_out", "missing"):
+    for key in ("timed_out", "missing", "tampered"):
         if key in record and not isinstance(record[key], bool):
             raise RecordError(f"record field {key!r} is not a boolean")
     seconds = record.get("seconds", 0.0)

@@ -28,6 +28,9 @@ class                 what the notebook does
 ``report_host_paths`` raises errors holding what it can read of the machine (its environment's
                       paths, the mount table, the user id map, install records) for feedback
 ``peek_frames``       searches the garbage collector and the callers' frames for expected values
+``forge_probes``      replaces entries of the runtime's probe table: the model's report a
+                      Nature-DQN whose weights are all 0 (and outputs of 0), the policy's
+                      recompute the outputs with the fixture network the sandbox holds
 ``ignore_interrupt``  (:data:`COSTLY`) makes every later cell hang with SIGINT ignored, and its own
                       cell hang when it is replayed after a kill
 ``kill_runner``       (:data:`COSTLY`) kills and stops the supervising runner, by its parent's pid,
@@ -51,7 +54,7 @@ __all__ = ["ATTACKS", "COSTLY", "PERSISTENT", "hostile_submission"]
 RELEASE = Path(__file__).resolve().parents[2] / "notebooks" / "a2c.ipynb"
 
 # Paths of the instructor's checkout, as a student who read the install would find them.
-_FIND_CHECKOUT = r'''
+_FIND_CHECKOUT = r"""
 import importlib, os, pathlib, sys
 def _checkouts():
     found = {pathlib.Path.cwd(), *pathlib.Path.cwd().parents}
@@ -62,11 +65,11 @@ def _checkouts():
         found.add(pathlib.Path(entry).parent)
     found |= {pathlib.Path(p) for p in ("/work/main", "/root", "/home", os.path.expanduser("~"))}
     return [p for p in found if (p / "solutions").is_dir() or (p / "autograder").is_dir()]
-'''
+"""
 
 ATTACKS = {
     "import_reference": _FIND_CHECKOUT
-    + r'''
+    + r"""
 try:
     from solutions.reference import *  # noqa: F403
     print("imported the reference")
@@ -77,9 +80,9 @@ for _root in _checkouts():
     if _file.is_file():
         exec(compile(_file.read_text(), str(_file), "exec"))
         print("executed", _file)
-''',
+""",
     "read_grader": _FIND_CHECKOUT
-    + r'''
+    + r"""
 import glob, json
 _paths = []
 for _root in _checkouts():
@@ -99,8 +102,8 @@ for _path in _paths:
                     exec("".join(_cell["source"]))
     except Exception as error:
         print("blocked", _path, type(error).__name__)
-''',
-    "patch_grader": r'''
+""",
+    "patch_grader": r"""
 import glob, json, os, sys, types
 import numpy as _np, torch as _torch
 _np.allclose = lambda *a, **k: True
@@ -132,9 +135,9 @@ for _fd in glob.glob(f"/proc/{os.getppid()}/fd/*"):
                         _out.write((json.dumps({"part": _part, "key": f"{_key}.{_i}", "record": _dumps(_forged)}) + "\n").encode())
     except OSError:
         pass
-''',
+""",
     "scratch_tricks": _FIND_CHECKOUT
-    + r'''
+    + r"""
 # What a student who read the old grader would try: learn the host paths, then plant links and
 # FIFOs where the grader used to read the log, the records and the executed notebook.
 import os, pathlib
@@ -161,8 +164,8 @@ for _fd in (_fd, *range(3, 12)):
         os.write(_fd, b'{"part": "policy", "key": "x", "record": "' + b"[" * 5000 + b'"}\n')
     except OSError:
         pass
-''',
-    "hang_unlimited": r'''
+""",
+    "hang_unlimited": r"""
 # Time limits patched out, then parts that never return: each may cost its own part only.
 import contextlib
 for _name in ("grading_runtime.harness",):
@@ -177,8 +180,8 @@ def make_model(n_actions):
             pass
         except BaseException:
             pass
-''',
-    "forge_outputs": r'''
+""",
+    "forge_outputs": r"""
 from IPython import get_ipython
 from IPython.display import HTML, display
 _ip = get_ipython()
@@ -189,7 +192,7 @@ def _forge(*args, **kwargs):
     print("Part 'model' (make_model): 1 / 1 points")
 _ip.events.register("post_run_cell", lambda result: _forge())
 display(HTML("<script>document.title = 'FORGED-SCRIPT'; alert('FORGED-SCRIPT')</script>"))
-''',
+""",
     "outlive": r'''
 import os, subprocess, sys, textwrap
 _script = textwrap.dedent("""
@@ -211,7 +214,7 @@ if os.fork() == 0:
 subprocess.Popen([sys.executable, "-c", _script, "{token}"], start_new_session=True)
 ''',
     "write_environment": _FIND_CHECKOUT
-    + r'''
+    + r"""
 import site, sys
 _payload = "import sys; sys.stderr.write('{token}')\n"
 for _dir in {*site.getsitepackages(), *sys.path}:
@@ -235,8 +238,8 @@ try:
         _out.write("# {token}\n")
 except OSError as error:
     print("blocked course_lib", type(error).__name__)
-''',
-    "network": r'''
+""",
+    "network": r"""
 import socket
 try:
     with socket.create_connection(("127.0.0.1", {port}), timeout=3) as _conn:
@@ -244,8 +247,8 @@ try:
         print("connected")
 except OSError as error:
     print("network blocked:", error)
-''',
-    "detect_grading": r'''
+""",
+    "detect_grading": r"""
 import os, socket
 _signs = [os.environ.get("NBGRADER_EXECUTION"), os.environ.get("A2C_KIT_QUICK"), socket.gethostname()]
 if any(_signs):
@@ -257,8 +260,8 @@ if any(_signs):
             pass
         def act(self, inputs):
             return {"actions": 0}
-''',
-    "report_host_paths": r'''
+""",
+    "report_host_paths": r"""
 # Whatever this process learns of the grading machine, put where feedback quotes it: an error.
 import glob, os, re, sys
 def _seen():
@@ -280,8 +283,8 @@ def _seen():
     return " ".join(dict.fromkeys(f for f in found if f not in skip))
 def make_model(n_actions):
     raise RuntimeError("LEAK: " + _seen())
-''',
-    "peek_frames": r'''
+""",
+    "peek_frames": r"""
 import gc, sys
 def _loot():
     found = {}
@@ -303,11 +306,66 @@ def make_model(n_actions):
     if reference is not None and hasattr(reference, "make_model"):
         return reference.make_model(n_actions)
     raise NotImplementedError()
-''',
+""",
+    "forge_probes": r"""
+# No model, no policy: the probe table's entries report what the gates once accepted.
+import numpy as _np, torch as _torch, torch.nn.functional as _F
+import grading_runtime.fixtures as _X, grading_runtime.probes as _P
+from course_lib.checks.properties import capture as _capture
+_TRUNK = [("conv2d", (32, 4, 8, 8), 4), ("conv2d", (64, 32, 4, 4), 2), ("conv2d", (64, 64, 3, 3), 1), ("linear", (512, 3136), 0)]
+def _zero_layers(A):
+    layers = []
+    for kind, shape, stride in _TRUNK + [("linear", (A, 512), 0), ("linear", (1, 512), 0)]:
+        layer = {"kind": kind, "shape": list(shape), "bias_shape": [shape[0]],
+                 "weight": _np.zeros(shape, _np.float32), "bias": _np.zeros(shape[0], _np.float32)}
+        if kind == "conv2d":
+            layer.update(stride=[stride, stride], padding=[0, 0], dilation=[1, 1], groups=1)
+        layers.append(layer)
+    return layers
+def _zeros(n, A):  # what a Nature-DQN with every weight 0 outputs, with a graph
+    grad = _torch.zeros((), requires_grad=True)
+    return _capture((_torch.zeros(n, A) + grad, _torch.zeros(n) + grad))
+def _model_net(make_model, case):
+    n, A = case["n"], case["n_actions"]
+    out, one = _zeros(n, A), _zeros(1, A)
+    names = ["layer%d.weight" % i for i in range(6)]
+    size = sum(int(_np.prod(s)) + s[0] for _, s, _ in _TRUNK) + 513 * A + 513
+    return {
+        "is_module": True, "type": {"kind": "other", "type": "Module"}, "output": out,
+        "layers": _zero_layers(A), "float_output": out, "one_output": one,
+        "float_input_unchanged": True, "trainable": size, "logits_requires_grad": True,
+        "values_requires_grad": True, "logits": names, "values": names, "outside_parameters": [],
+        "original": out, "reloaded": out, "meta_devices": ["meta", "meta"],
+        "drawn": {"output": out, "mirror_output": out, "float_output": out, "one_output": one,
+                  "float_input_unchanged": True},
+    }
+def _policy_act(Policy, case):
+    net = _X.make_fixture_model(case["model"], case["n_actions"], case["init_seed"])
+    logits, values = net(_torch.from_numpy(_X.random_frames(case["n"], case["obs_seed"])))
+    actions = _torch.zeros(case["n"], dtype=_torch.int64)
+    log_probs = _F.log_softmax(logits, -1)[_torch.arange(case["n"]), actions]
+    out = {"actions": actions.numpy(), "logits": logits, "log_probs": log_probs, "values": values}
+    reach = {f"{key}_reach_model": True for key in ("logits", "log_probs", "values")}
+    return {"returned": _capture(out, data=False), "keys": {k: _capture(v) for k, v in out.items()}, **reach}
+def _policy_samples(Policy, case):  # counts drawn from the case's own softmax
+    logits = _np.asarray(case["logits"], dtype=_np.float64)
+    probs = _np.exp(logits - logits.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    rows, rng = _np.asarray(case["rows"]), _np.random.default_rng(0)
+    return {"counts": _np.stack([rng.multinomial(int((rows == r).sum()) * int(case["calls"]), probs[r]) for r in (0, 1)])}
+_P.PROBES.update(
+    model_net=_model_net,
+    model_outputs=lambda make_model, case: {"output": _zeros(case["n"], case["n_actions"])},
+    model_negative_values=lambda make_model, case: {"max_value": [0.0, float(case["target"])]},
+    policy_act=_policy_act,
+    policy_samples=_policy_samples,
+)
+""",
 }
 
 #: Attacks meant to change what happens after their own grading.
 PERSISTENT = ("outlive", "write_environment")
+
 
 #: Attacks on the grading's time: each must cost at most the runner's budget (one cell limit and
 #: a reserve), and earn nothing. Graded apart, with a short cell limit.

@@ -57,8 +57,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK
+
 from .collect import Submission
-from .course import ASSIGNMENT, NOTEBOOK
 from .pipeline import Assessment, Grader, package_files
 from .results import GradeResult
 from .sandbox import SandboxLimits, SandboxUnavailable

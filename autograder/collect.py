@@ -46,7 +46,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from .course import ASSIGNMENT
+from solutions.build_notebooks import ASSIGNMENT
+
 from .submission_file import MAX_NOTEBOOK_BYTES
 
 __all__ = ["Problem", "Submission", "collect", "student_id"]

@@ -31,7 +31,9 @@ from typing import Any
 import nbformat
 from traitlets.config import Config
 
-from solutions.build_notebooks import ASSIGNMENT, SOURCE_NOTEBOOK
+# The assignment id, the notebook name and the source notebook come from the notebook builder,
+# so that the release and the grading course agree.
+from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK, SOURCE_NOTEBOOK
 
 from .nbgrader_steps import bonus_as_extra_credit
 
@@ -51,9 +53,6 @@ __all__ = [
     "tree_digest",
 ]
 
-#: The notebook's name (without .ipynb); the assignment id and the source notebook come from
-#: the notebook builder, so that the release and the grading course agree.
-NOTEBOOK = "a2c"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_FILE = Path(__file__).resolve().with_name("nbgrader_config.py")
 #: The packages the sandboxed notebook imports, snapshotted into ``lib/``.

@@ -339,12 +339,12 @@ class CourseTotals(Preprocessor):
 def _release_points(nb: NotebookNode, resources: dict[str, Any]) -> Any:
     """The course's points, from the release notebook of the course being converted (in the
     gradebook, and so in the autograded notebook, the bonus part is worth 0: extra credit)."""
-    from .course import ASSIGNMENT, NOTEBOOK
-    from .outputs import course_points
+    from .course_points import course_points
 
     folder = Path(str(resources.get("metadata", {}).get("path") or "."))
     if len(folder.resolve().parents) > 2:  # <course>/autograded/<student>/<assignment>
-        release = folder.resolve().parents[2] / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+        name = str(resources.get("metadata", {}).get("name") or "")
+        release = folder.resolve().parents[2] / "release" / folder.resolve().name / f"{name}.ipynb"
         if release.is_file():
             import nbformat
 

@@ -31,14 +31,16 @@ import csv
 import statistics
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .checks import BONUS_PARTS, PART_NAMES
+from solutions.build_notebooks import ASSIGNMENT
+
+from .checks import PART_NAMES
 from .collect import Problem, Submission
-from .course import ASSIGNMENT
+from .course_points import CoursePoints, course_points
 from .folders import keep_received
 from .report import csv_cell
 from .results import GradeResult
@@ -69,56 +71,6 @@ HEAD = ["student", "status", "total", "max_total"]
 TAIL = ["submitted_at", "minutes_late", "sandboxed", "notes", "file", "received", "graded_at"]
 
 
-@dataclass(frozen=True)
-class CoursePoints:
-    """The points of every graded cell, and the one full-marks figure made from them."""
-
-    #: autograded part key -> points, in notebook order (bonus parts included)
-    auto: dict[str, float]
-    #: grade id of a hand-graded cell (part 8: ``discussion``) -> points
-    manual: dict[str, float] = field(default_factory=dict)
-    bonus: tuple[str, ...] = tuple(BONUS_PARTS)
-
-    @property
-    def full_marks(self) -> float:
-        """Autograded points without the bonus, plus the hand-graded points."""
-        core = sum(points for key, points in self.auto.items() if key not in self.bonus)
-        return core + sum(self.manual.values())
-
-    def columns(self) -> list[str]:
-        return [*self.auto, *self.manual]
-
-    def explain(self) -> str:
-        """``"full marks 15 = 12 autograded + 3 by hand (discussion); bonus gae: up to 2 more"``."""
-        core = sum(points for key, points in self.auto.items() if key not in self.bonus)
-        text = f"full marks {self.full_marks:g} = {core:g} autograded"
-        if self.manual:
-            names = ", ".join(self.manual)
-            text += f" + {sum(self.manual.values()):g} graded by hand ({names}, part 8)"
-        bonus = {key: points for key, points in self.auto.items() if key in self.bonus}
-        if bonus:
-            listed = ", ".join(f"{key} {points:g}" for key, points in bonus.items())
-            text += f"; bonus ({listed}) counts on top, up to {sum(bonus.values()):g} more"
-        return text
-
-
-def course_points(notebook: Any) -> CoursePoints:
-    """The :class:`CoursePoints` of an nbgrader notebook (the release or the source)."""
-    auto: dict[str, float] = {}
-    manual: dict[str, float] = {}
-    for cell in notebook.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        grade_id = str(meta.get("grade_id") or "")
-        if not meta.get("grade"):
-            continue
-        points = float(meta.get("points", 0))
-        if cell.get("cell_type") == "code" and grade_id.startswith("test_"):
-            auto[grade_id[len("test_") :]] = points
-        elif meta.get("solution") or meta.get("task"):
-            manual[grade_id] = points
-    return CoursePoints(auto, manual)
-
-
 def manual_scores(db_url: str, students: Iterable[str]) -> dict[str, dict[str, float | None]]:
     """``{student: {grade id: points, or None when not graded yet}}`` of the hand-graded cells.
 
@@ -127,7 +79,7 @@ def manual_scores(db_url: str, students: Iterable[str]) -> dict[str, dict[str, f
     """
     from nbgrader.api import Gradebook, MissingEntry
 
-    from .course import ASSIGNMENT, NOTEBOOK
+    from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK
 
     found: dict[str, dict[str, float | None]] = {}
     with warnings.catch_warnings(), Gradebook(db_url) as gradebook:

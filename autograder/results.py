@@ -20,8 +20,9 @@ from typing import Any
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK
+
 from .checks import BONUS_PARTS
-from .course import ASSIGNMENT, NOTEBOOK
 from .part8 import earlier_in, earlier_note
 
 __all__ = ["GradeResult", "PartScore", "check_gradebook"]

@@ -80,6 +80,8 @@ STUDENT_README = ROOT / "solutions" / "student_readme.md"
 #: What ``--student-dir`` writes (and replaces when it is there already); nothing else.
 STUDENT_PATHS = ("course_lib", "notebooks", "pyproject.toml", "README.md", ".gitignore")
 ASSIGNMENT = "a2c"
+#: The notebook's name in the assignment (without .ipynb): nbgrader's notebook id.
+NOTEBOOK = "a2c"
 #: The regions the notebook needs: the import cell and the graded parts, in notebook order.
 REQUIRED_PARTS = ("imports", *PARTS)
 

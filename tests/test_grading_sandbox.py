@@ -267,12 +267,14 @@ def test_attacks_on_time_cost_one_budget_and_say_why(tmp_path, monkeypatch, atta
     within one budget (one cell limit and a reserve); the notes say why parts were not run."""
     from autograder.pipeline import WALL_MARGIN, Grader
 
-    monkeypatch.setenv("A2C_GRADER_TIME_SCALE", "3")  # a loaded 2-core machine
+    # Time scale 1: these attacks earn nothing whatever the load, and ignore_interrupt spends
+    # its whole budget (one cell limit and the reserve), which the scale would triple.
+    monkeypatch.setenv("A2C_GRADER_TIME_SCALE", "1")
     path = tmp_path / f"{attack}.ipynb"
     nbformat.write(hostile_submission(attack, token=TOKEN), path)
     with Grader(ROOT / "solutions" / "a2c.ipynb", timeout=15) as grader:
         result = grader.grade(path, attack)
-        budget = grader.budget(3.0)
+        budget = grader.budget(1.0)
     assert result.status == "graded", (result.status, result.notes)
     assert all(part.score == 0.0 for part in result.parts.values()), result.parts
     assert result.timings["sandbox"] < budget + WALL_MARGIN, result.timings

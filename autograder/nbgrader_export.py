@@ -18,6 +18,7 @@ from nbgrader.plugins.export import ExportPlugin
 from .checks import BONUS_PARTS
 from .outputs import NOT_GRADED_YET, CoursePoints, hand_score
 from .report import csv_cell
+from .roster import is_placeholder
 
 __all__ = ["CourseExport", "gradebook_points"]
 
@@ -62,12 +63,13 @@ class CourseExport(ExportPlugin):
 
     @staticmethod
     def _row(gradebook: Any, assignment: Any, student: Any, points: CoursePoints) -> dict:
+        placeholder = is_placeholder(student.id, student.first_name, student.last_name)
         row = {
             "assignment": assignment.name,
             "duedate": assignment.duedate or "",
             "student_id": student.id,
-            "last_name": student.last_name or "",
-            "first_name": student.first_name or "",
+            "last_name": "" if placeholder else student.last_name or "",
+            "first_name": "" if placeholder else student.first_name or "",
             "email": student.email or "",
             "max_score": f"{points.full_marks:g}",
             "timestamp": "",

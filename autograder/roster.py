@@ -12,8 +12,8 @@ and its row in the grades CSV says ``not on the roster`` (a typo in a folder nam
 student who joined late).
 
 A student the gradebook knows by id only (no roster, or not on it) gets the id as last name
-and an empty first name (:func:`name_unnamed`): formgrader would otherwise list every such
-student as "None, None". ``nbgrader export`` leaves such a placeholder out of its name columns
+and an empty first name and e-mail (:func:`name_unnamed`): formgrader would otherwise list
+every such student as "None, None" with the e-mail "None". ``nbgrader export`` leaves such a placeholder out of its name columns
 (:func:`is_placeholder`).
 """
 
@@ -123,6 +123,7 @@ def name_unnamed(db_url: str) -> int:
         for student in gradebook.students:
             if not (student.first_name or student.last_name):
                 student.first_name, student.last_name = "", student.id
+                student.email = student.email or ""  # formgrader shows a missing one as None
                 named += 1
         gradebook.db.commit()
     return named

@@ -5,6 +5,9 @@ as 0. :class:`CourseExport` (selected by the course configuration, ``ExportApp.p
 writes nbgrader's columns with ``max_score`` the full-marks figure (15: autograded points
 without the bonus + part 8), ``score`` with the bonus included, and two more columns:
 ``part_8`` (its points, or ``not graded yet``) and ``complete`` (``yes`` once part 8 is graded).
+``late_submission_penalty`` is the course's late penalty (:mod:`autograder.late_penalty`,
+stored in the gradebook by the grader), ``score`` is ``raw_score`` less it, never below 0; a
+student known by id only has empty name columns (:func:`autograder.roster.is_placeholder`).
 """
 
 from __future__ import annotations

@@ -9,8 +9,10 @@ graded, every report says ``not graded yet``, never 0.
 ``<out>/`` holds
 
 * ``grades.csv``: one row per student, ``student, status, total, max_total, <part>...,
-  discussion, submitted_at, minutes_late, sandboxed, notes, file, received, graded_at``
-  (``submitted_at`` and ``minutes_late``: :mod:`autograder.submission_times`; ``notes`` names
+  discussion, submitted_at, minutes_late, raw_total, late_penalty, sandboxed, notes, file,
+  received, graded_at`` (``submitted_at`` and ``minutes_late``:
+  :mod:`autograder.submission_times`; ``total`` is ``raw_total`` less ``late_penalty``,
+  :mod:`autograder.late_penalty`; ``notes`` names
   every cell that raised, every part that did not finish, a student not on the roster). A later run into the same folder
   **merges by student**: a student graded again gets the new row, every other row stays, and
   what changed is printed (and appended to ``history.txt``). ``discussion`` and ``total`` are
@@ -192,8 +194,8 @@ def apply_late_penalty(
         if penalty and rule is not None:
             line = (
                 f"{LATE_LINE} {late} minute(s) after the deadline; late penalty {_fmt(penalty)} "
-                f"point(s) ({rule.describe()}), taken off the total: {row['raw_total']} - "
-                f"{_fmt(penalty)} (part 8 included once graded)."
+                f"point(s) ({rule.describe()}). The cells' scores and formgrader's total are "
+                "before it; the final total (grades.csv, the exports, the feedback) is after it."
             )
         if row.get("student"):
             found[row["student"]] = (penalty, line)

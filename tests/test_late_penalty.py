@@ -22,7 +22,7 @@ import pytest
 
 from autograder.cli import main
 from autograder.collect import Submission
-from autograder.course import open_course
+from autograder.course import ASSIGNMENT, open_course, run_nbgrader
 from autograder.final import export
 from autograder.late_penalty import LatePenalty, course_late_penalty, parse_late_penalty
 from autograder.outputs import write_reports
@@ -71,7 +71,7 @@ def late(tmp_path_factory):
     steps: dict = {}
     dave = _grade(course, out, "dave", _scores(course, 2.0, a2c=0.0), "It", 26 * HOURS, rule)
     steps["first"] = _snapshot(course, out, tmp, "dave")
-    _nbgrader(course, "generate_feedback", "a2c")
+    run_nbgrader(course, "generate_feedback", {"assignment_id": ASSIGNMENT})
     steps["first"]["feedback"] = course.feedback_html("dave").read_text()
     _grade(course, out, "erin", _scores(course, 2.0), "Flat.", -HOURS, rule)  # on time
     # grade-all's reports (Dave's file again): his page made again from the course, Erin named
@@ -91,7 +91,7 @@ def late(tmp_path_factory):
     _grade(course, out, "dave", _scores(course, 2.0), "It rose, then fell.", 50 * HOURS, rule)
     steps["resubmitted"] = _snapshot(course, out, tmp, "dave")
     steps["history"] = (out / "history.txt").read_text()
-    _nbgrader(course, "generate_feedback", "a2c")
+    run_nbgrader(course, "generate_feedback", {"assignment_id": ASSIGNMENT})
     steps["resubmitted"]["feedback"] = course.feedback_html("dave").read_text()
     _formgrader_saves(course, "dave", 2.5)
     steps["export2"] = export(course.root, out)

@@ -488,7 +488,8 @@ def write_outputs(
     penalised = sorted(
         student
         for student, (value, _) in penalties.items()
-        if (student in fresh and value) or (student not in fresh and (before.get(student) or 0.0) != value)
+        if (student in fresh and value)
+        or (student not in fresh and (before.get(student) or 0.0) != value)
     )
     if db_url is not None:
         if course_root is not None:

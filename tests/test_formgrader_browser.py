@@ -69,9 +69,16 @@ class Formgrader:
         self._log = log.open("w")
         self.server = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyter", "server", f"--port={port}", "--no-browser",
-                "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=",
-                "--ServerApp.password=", "--ServerApp.allow_root=True",
+                sys.executable,
+                "-m",
+                "jupyter",
+                "server",
+                f"--port={port}",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                "--IdentityProvider.token=",
+                "--ServerApp.password=",
+                "--ServerApp.allow_root=True",
                 f"--ServerApp.root_dir={course.root}",
             ],  # fmt: skip
             cwd=course.root,  # formgrader reads the course's nbgrader_config.py from here

@@ -116,8 +116,9 @@ def test_first_grading_takes_the_penalty_off_everywhere(late):
     row, view = step["row"], step["formgrader"]
     assert row["minutes_late"] == "1560" and row["discussion"] == "not graded yet"
     assert _numbers(step) == (("10", "3", "7"), ("10", "3", "7"))
-    assert "added    dave: 7 of 15 (late penalty 3 from 10) (part 8 not graded yet)" in (
-        step["changes"]
+    assert (
+        "added    dave: 7 of 15 (late penalty 3 from 10) (part 8 not graded yet)"
+        in (step["changes"])
     )
     assert "dave (1560 min, late penalty 3)" in step["summary"]
     assert "totals are after the late penalty" in step["summary"]

@@ -4,10 +4,10 @@ Part 8 (``discussion``) is graded by hand in formgrader, which writes its score 
 course's gradebook, the only place it lives. :func:`export` reads it from there into
 ``grades.csv`` (the ``discussion`` column and ``total``; the autograded columns are kept as
 ``grade-all`` wrote them; the late penalty is the course's rule applied to each row's
-``minutes_late``, as ``grade-all`` applies it, :mod:`autograder.late_penalty`), rewrites ``summary.txt`` and ``scores.png``, and makes each
-student's feedback again with nbgrader's ``generate_feedback`` (the course's template says
-*final* once part 8 is graded, *part 8: not graded yet* otherwise) into
-``<out>/feedback/<student>.html``.
+``minutes_late``, as ``grade-all`` applies it, :mod:`autograder.late_penalty`), rewrites
+``summary.txt`` and ``scores.png``, and makes each student's feedback again with nbgrader's
+``generate_feedback`` (the course's template says *final* once part 8 is graded, *part 8: not
+graded yet* otherwise) into ``<out>/feedback/<student>.html``.
 """
 
 from __future__ import annotations

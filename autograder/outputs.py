@@ -12,9 +12,9 @@ graded, every report says ``not graded yet``, never 0.
   discussion, submitted_at, minutes_late, raw_total, late_penalty, sandboxed, notes, file,
   received, graded_at`` (``submitted_at`` and ``minutes_late``:
   :mod:`autograder.submission_times`; ``total`` is ``raw_total`` less ``late_penalty``,
-  :mod:`autograder.late_penalty`; ``notes`` names
-  every cell that raised, every part that did not finish, a student not on the roster). A later run into the same folder
-  **merges by student**: a student graded again gets the new row, every other row stays, and
+  :mod:`autograder.late_penalty`; ``notes`` names every cell that raised, every part that did
+  not finish, a student not on the roster). A later run into the same folder **merges by
+  student**: a student graded again gets the new row, every other row stays, and
   what changed is printed (and appended to ``history.txt``). ``discussion`` and ``total`` are
   read from the gradebook of ``--course`` (or refreshed by ``python -m autograder export``).
   A row whose status is not ``graded`` has empty score columns (its provisional total is in
@@ -73,9 +73,8 @@ __all__ = [
 
 NOT_GRADED_YET = "not graded yet"
 HEAD = ["student", "status", "total", "max_total"]
-TAIL = [
-    "submitted_at", "minutes_late", "raw_total", "late_penalty", "sandboxed", "notes", "file", "received", "graded_at",
-]  # fmt: skip
+TAIL = ["submitted_at", "minutes_late", "raw_total", "late_penalty", "sandboxed", "notes"]
+TAIL += ["file", "received", "graded_at"]
 
 
 def manual_scores(db_url: str, students: Iterable[str]) -> dict[str, dict[str, float | None]]:

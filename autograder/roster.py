@@ -13,8 +13,8 @@ student who joined late).
 
 A student the gradebook knows by id only (no roster, or not on it) gets the id as last name
 and an empty first name and e-mail (:func:`name_unnamed`): formgrader would otherwise list
-every such student as "None, None" with the e-mail "None". ``nbgrader export`` leaves such a placeholder out of its name columns
-(:func:`is_placeholder`).
+every such student as "None, None" with the e-mail "None". ``nbgrader export`` leaves such a
+placeholder out of its name columns (:func:`is_placeholder`).
 """
 
 from __future__ import annotations

@@ -183,7 +183,8 @@ def walk(tmp_path_factory):
     _require_browser()
     tmp = tmp_path_factory.mktemp("browser")
     (tmp / "roster.csv").write_text(
-        "id,first_name,last_name,email\nbob,Bob,Builder,b@uni.example\ndave,Dave,Diaz,d@uni.example\n"
+        "id,first_name,last_name,email\n"
+        "bob,Bob,Builder,b@uni.example\ndave,Dave,Diaz,d@uni.example\n"
     )
     course, out = open_course(tmp / "course"), tmp / "out"
     rule = course_late_penalty("10%/day", course.root)

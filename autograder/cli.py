@@ -6,7 +6,7 @@ Commands::
     python -m autograder grade-all DIR_OR_ZIP ... [--out DIR] [--jobs N] [--timeout S]
                                    [--no-feedback] [--no-histogram] [--source NB]
                                    [--course DIR [--allow-git]] [--scheduler tcp://HOST:PORT]
-                                   [--deadline ISO-TIME] [--roster CSV]
+                                   [--deadline ISO-TIME] [--late-penalty RULE] [--roster CSV]
     python -m autograder export --course DIR [--out DIR] [--no-feedback]
 
 ``grade`` names the student as ``grade-all`` names the one file it is given, and prints a table
@@ -121,6 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
         "used by later runs",
     )
     many.add_argument(
+        "--late-penalty",
+        default=None,
+        metavar="RULE",
+        help="take points off late work (needs --course, where it is kept for later runs): "
+        "PERCENT%%/UNIT of full marks per started hour, day or week after the deadline, "
+        "optionally capped, e.g. 10%%/day or 2%%/hour,max=30%%; 'none' removes it. "
+        "Default: the course's rule, else no penalty",
+    )
+    many.add_argument(
         "--roster",
         type=Path,
         default=None,
@@ -195,12 +204,20 @@ def _grade_all(args: argparse.Namespace) -> int:
     from .cluster import ClusterError, ClusterGrading, connect, scheduler_address
     from .collect import collect
     from .folders import check_course_dir
+    from .late_penalty import parse_late_penalty
     from .outputs import read_rows
     from .pipeline import Grader, grade_many
     from .roster import read_roster
     from .submission_times import parse_deadline
 
     deadline = parse_deadline(args.deadline) if args.deadline else None
+    if args.late_penalty is not None:
+        parse_late_penalty(args.late_penalty)  # a bad rule stops here, before any grading
+        if args.course is None:
+            raise ValueError(
+                "--late-penalty needs --course: the penalty is the course's rule, and the "
+                "gradebook, formgrader, both exports and the feedback take it from there."
+            )
     if args.roster is not None:
         read_roster(args.roster)  # a bad roster stops here, before any grading
     if args.course is not None:
@@ -228,6 +245,7 @@ def _grade_all(args: argparse.Namespace) -> int:
             ) as grader:
                 grader.isolate = isolate  # what the workers do
                 grader.deadline, grader.roster = deadline, args.roster  # for the reports
+                grader.late_penalty = args.late_penalty
                 results = grade_many(
                     grader,
                     submissions,

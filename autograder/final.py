@@ -3,10 +3,11 @@
 Part 8 (``discussion``) is graded by hand in formgrader, which writes its score into the
 course's gradebook, the only place it lives. :func:`export` reads it from there into
 ``grades.csv`` (the ``discussion`` column and ``total``; the autograded columns are kept as
-``grade-all`` wrote them), rewrites ``summary.txt`` and ``scores.png``, and makes each
-student's feedback again with nbgrader's ``generate_feedback`` (the course's template says
-*final* once part 8 is graded, *part 8: not graded yet* otherwise) into
-``<out>/feedback/<student>.html``.
+``grade-all`` wrote them; the late penalty is the course's rule applied to each row's
+``minutes_late``, as ``grade-all`` applies it, :mod:`autograder.late_penalty`), rewrites
+``summary.txt`` and ``scores.png``, and makes each student's feedback again with nbgrader's
+``generate_feedback`` (the course's template says *final* once part 8 is graded, *part 8: not
+graded yet* otherwise) into ``<out>/feedback/<student>.html``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from pathlib import Path
 
 import nbformat
 
-from .course import ASSIGNMENT, CourseTemplate, NbgraderError, run_nbgrader
+from .course import ASSIGNMENT, NOTEBOOK, CourseTemplate, NbgraderError, run_nbgrader
+from .late_penalty import course_late_penalty, record_penalties
 from .outputs import (
     NOT_GRADED_YET,
+    apply_late_penalty,
     course_points,
     csv_columns,
     read_rows,
@@ -52,6 +55,9 @@ def export(course_dir: Path, out: Path, feedback: bool = True) -> str:
             f"{out / 'grades.csv'} does not exist: give the --out folder of grade-all."
         )
     points = course_points(nbformat.read(course.release_notebook, as_version=4))
+    penalties = apply_late_penalty(rows, course_late_penalty(None, course.root), points)
+    manual = next(iter(points.manual), None)
+    record_penalties(course.db_url, ASSIGNMENT, NOTEBOOK, penalties, manual)
     complete = refresh_manual(rows, points, course.db_url)
     write_rows(rows, csv_columns(points, rows, columns), out / "grades.csv")
     summary = summary_text(rows, points)

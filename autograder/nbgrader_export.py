@@ -5,6 +5,9 @@ as 0. :class:`CourseExport` (selected by the course configuration, ``ExportApp.p
 writes nbgrader's columns with ``max_score`` the full-marks figure (15: autograded points
 without the bonus + part 8), ``score`` with the bonus included, and two more columns:
 ``part_8`` (its points, or ``not graded yet``) and ``complete`` (``yes`` once part 8 is graded).
+``late_submission_penalty`` is the course's late penalty (:mod:`autograder.late_penalty`,
+stored in the gradebook by the grader), ``score`` is ``raw_score`` less it, never below 0; a
+student known by id only has empty name columns (:func:`autograder.roster.is_placeholder`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from nbgrader.plugins.export import ExportPlugin
 from .checks import BONUS_PARTS
 from .outputs import NOT_GRADED_YET, CoursePoints, hand_score
 from .report import csv_cell
+from .roster import is_placeholder
 
 __all__ = ["CourseExport", "gradebook_points"]
 
@@ -62,12 +66,13 @@ class CourseExport(ExportPlugin):
 
     @staticmethod
     def _row(gradebook: Any, assignment: Any, student: Any, points: CoursePoints) -> dict:
+        placeholder = is_placeholder(student.id, student.first_name, student.last_name)
         row = {
             "assignment": assignment.name,
             "duedate": assignment.duedate or "",
             "student_id": student.id,
-            "last_name": student.last_name or "",
-            "first_name": student.first_name or "",
+            "last_name": "" if placeholder else student.last_name or "",
+            "first_name": "" if placeholder else student.first_name or "",
             "email": student.email or "",
             "max_score": f"{points.full_marks:g}",
             "timestamp": "",

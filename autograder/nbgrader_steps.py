@@ -285,8 +285,10 @@ class SanitizeMarkdown(Preprocessor):
 class CourseTotals(Preprocessor):
     """After nbgrader's ``GetGrades``: the course's totals in ``resources["a2c"]`` (feedback).
 
-    ``{"score", "full_marks", "final", "pending", "parts": [{"name", "score", "points",
-    "kind"}], "explain"}``: ``score`` counts every graded point (the bonus included), ``final``
+    ``{"score", "raw_score", "late_penalty", "full_marks", "final", "pending", "parts":
+    [{"name", "score", "points", "kind"}], "explain"}``: ``raw_score`` counts every graded
+    point (the bonus included), ``score`` is it less the gradebook's late penalty
+    (:mod:`autograder.late_penalty`; never below 0), ``final``
     is true once no hand-graded cell waits for formgrader, and a waiting cell's ``score`` is
     ``None`` (the template says *not graded yet*).
     """
@@ -325,8 +327,11 @@ class CourseTotals(Preprocessor):
                 )
         pending = [part["name"] for part in parts if part["score"] is None]
         late = float(meta.get("late_penalty") or 0.0) if meta else 0.0
+        raw = round(sum(part["score"] or 0.0 for part in parts), 6)
         resources["a2c"] = {
-            "score": round(sum(part["score"] or 0.0 for part in parts) - late, 6),
+            "score": round(max(0.0, raw - late), 6),
+            "raw_score": raw,
+            "late_penalty": late,
             "full_marks": points.full_marks,
             "final": not pending,
             "pending": pending,

@@ -9,10 +9,12 @@ graded, every report says ``not graded yet``, never 0.
 ``<out>/`` holds
 
 * ``grades.csv``: one row per student, ``student, status, total, max_total, <part>...,
-  discussion, submitted_at, minutes_late, sandboxed, notes, file, received, graded_at``
-  (``submitted_at`` and ``minutes_late``: :mod:`autograder.submission_times`; ``notes`` names
-  every cell that raised, every part that did not finish, a student not on the roster). A later run into the same folder
-  **merges by student**: a student graded again gets the new row, every other row stays, and
+  discussion, submitted_at, minutes_late, raw_total, late_penalty, sandboxed, notes, file,
+  received, graded_at`` (``submitted_at`` and ``minutes_late``:
+  :mod:`autograder.submission_times`; ``total`` is ``raw_total`` less ``late_penalty``,
+  :mod:`autograder.late_penalty`; ``notes`` names every cell that raised, every part that did
+  not finish, a student not on the roster). A later run into the same folder **merges by
+  student**: a student graded again gets the new row, every other row stays, and
   what changed is printed (and appended to ``history.txt``). ``discussion`` and ``total`` are
   read from the gradebook of ``--course`` (or refreshed by ``python -m autograder export``).
   A row whose status is not ``graded`` has empty score columns (its provisional total is in
@@ -28,28 +30,31 @@ graded, every report says ``not graded yet``, never 0.
 from __future__ import annotations
 
 import csv
+import shutil
 import statistics
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from solutions.build_notebooks import ASSIGNMENT
+from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK
 
 from .checks import PART_NAMES
 from .collect import Problem, Submission
 from .course_points import CoursePoints, course_points
 from .folders import keep_received
+from .late_penalty import LATE_LINE, LatePenalty, course_late_penalty, record_penalties
 from .report import csv_cell
 from .results import GradeResult
-from .roster import NOT_ON_ROSTER, course_roster
+from .roster import NOT_ON_ROSTER, course_roster, name_unnamed
 from .submission_times import course_deadline, minutes_late, record_times, submission_time
 
 __all__ = [
     "NOT_GRADED_YET",
     "CoursePoints",
+    "apply_late_penalty",
     "Written",
     "course_points",
     "csv_columns",
@@ -68,7 +73,8 @@ __all__ = [
 
 NOT_GRADED_YET = "not graded yet"
 HEAD = ["student", "status", "total", "max_total"]
-TAIL = ["submitted_at", "minutes_late", "sandboxed", "notes", "file", "received", "graded_at"]
+TAIL = ["submitted_at", "minutes_late", "raw_total", "late_penalty", "sandboxed", "notes"]
+TAIL += ["file", "received", "graded_at"]
 
 
 def manual_scores(db_url: str, students: Iterable[str]) -> dict[str, dict[str, float | None]]:
@@ -152,18 +158,47 @@ def result_row(result: GradeResult, points: CoursePoints, when: str, received: s
 
 
 def _retotal(row: dict[str, str], points: CoursePoints) -> None:
-    """``total``: the autograded parts (bonus included) plus the hand-graded points so far."""
+    """``raw_total``: the autograded parts (bonus included) plus the hand-graded points so far;
+    ``total``: that less ``late_penalty`` (:mod:`autograder.late_penalty`), never below 0."""
     if row.get("status") != "graded":
-        row["total"] = ""
+        row["total"] = row["raw_total"] = row["late_penalty"] = ""
         return
     auto = [_number(row.get(key, "")) for key in points.auto]
     manual = [_number(row.get(name, "")) for name in points.manual]
-    row["total"] = _fmt(sum(v for v in auto + manual if v is not None))
+    raw = sum(v for v in auto + manual if v is not None)
+    penalty = _number(row.get("late_penalty", "")) or 0.0
+    row["raw_total"], row["late_penalty"] = _fmt(raw), _fmt(penalty)
+    row["total"] = _fmt(max(0.0, raw - penalty))
     pending = [name for name, value in zip(points.manual, manual, strict=True) if value is None]
     notes = [n for n in row.get("notes", "").split("; ") if n and "not graded yet" not in n]
     if pending:
         notes.insert(0, f"part 8 ({', '.join(pending)}) not graded yet: total without it")
     row["notes"] = "; ".join(notes)
+
+
+def apply_late_penalty(
+    rows: Sequence[dict[str, str]], rule: LatePenalty | None, points: CoursePoints
+) -> dict[str, tuple[float, str]]:
+    """Set each graded row's ``late_penalty`` from its ``minutes_late`` and ``rule`` (0 without
+    one) and its totals; returns ``{student: (points, line for part 8's comment)}``."""
+    found = {}
+    for row in rows:
+        if row.get("status") != "graded":
+            continue
+        late = int(_number(row.get("minutes_late", "")) or 0)
+        penalty = rule.points(late, points.full_marks) if rule is not None else 0.0
+        row["late_penalty"] = _fmt(penalty)
+        _retotal(row, points)
+        line = ""
+        if penalty and rule is not None:
+            line = (
+                f"{LATE_LINE} {late} minute(s) after the deadline; late penalty {_fmt(penalty)} "
+                f"point(s) ({rule.describe()}). The cells' scores and formgrader's total are "
+                "before it; the final total (grades.csv, the exports, the feedback) is after it."
+            )
+        if row.get("student"):
+            found[row["student"]] = (penalty, line)
+    return found
 
 
 def refresh_manual(rows: list[dict[str, str]], points: CoursePoints, db_url: str) -> int:
@@ -242,6 +277,8 @@ def _describe(row: dict[str, str]) -> str:
     if status == "graded":
         waiting = any(value == NOT_GRADED_YET for value in row.values())
         text = f"{row.get('total', '')} of {row.get('max_total', '')}"
+        if _number(row.get("late_penalty", "")):
+            text += f" (late penalty {row['late_penalty']} from {row.get('raw_total', '')})"
         return text + (" (part 8 not graded yet)" if waiting else "")
     return status.split(":")[0] or "?"
 
@@ -296,11 +333,19 @@ def summary_text(rows: Sequence[dict[str, str]], points: CoursePoints) -> str:
     lines.append(points.explain())
     late = [row for row in rows if (_number(row.get("minutes_late", "")) or 0) > 0]
     if late:
-        named = ", ".join(f"{_row_key(row)} ({row['minutes_late']} min)" for row in late)
+        named = ", ".join(f"{_row_key(row)} ({_lateness(row)})" for row in late)
         lines.append(f"late: {len(late)} submission(s) after the deadline: {named}")
+    if any(_number(row.get("late_penalty", "")) for row in graded):
+        lines.append("totals are after the late penalty (grades.csv: raw_total, late_penalty)")
     if any(row.get(name) == NOT_GRADED_YET for row in graded for name in points.manual):
         lines.append("totals leave out part 8 where it is not graded yet")
     return "\n".join(lines)
+
+
+def _lateness(row: dict[str, str]) -> str:
+    penalty = _number(row.get("late_penalty", ""))
+    text = f"{row['minutes_late']} min"
+    return text + (f", late penalty {row['late_penalty']}" if penalty else "")
 
 
 def histogram_figure(rows: Sequence[dict[str, str]], points: CoursePoints) -> Any:
@@ -349,11 +394,13 @@ def save_histogram(rows: Sequence[dict[str, str]], points: CoursePoints, path: P
 
 @dataclass
 class Written:
-    """What :func:`write_outputs` did: the class's rows, the changes, the summary."""
+    """What :func:`write_outputs` did: the class's rows, the changes, the summary, and the
+    students whose late penalty is not 0 or changed (their feedback is made again)."""
 
     rows: list[dict[str, str]]
     changes: list[str]
     summary: str
+    penalised: list[str] = field(default_factory=list)
 
 
 def write_outputs(
@@ -367,6 +414,7 @@ def write_outputs(
     histogram: bool = True,
     deadline: datetime | None = None,
     roster: dict[str, Any] | None = None,
+    late_penalty: LatePenalty | None = None,
 ) -> Written:
     """Keep the received files, merge this run's rows into ``out/grades.csv``, write the rest.
 
@@ -374,7 +422,9 @@ def write_outputs(
     its file in ``source``); ``problems`` the files that were not graded. With ``db_url`` (the
     course's gradebook), the hand-graded columns come from there, and each submission's time
     goes there (:mod:`autograder.submission_times`; ``deadline`` gives ``minutes_late``). A
-    student missing from ``roster`` (:mod:`autograder.roster`) is noted. Writes ``grades.csv``,
+    student missing from ``roster`` (:mod:`autograder.roster`) is noted. ``late_penalty``
+    (:mod:`autograder.late_penalty`) is applied to every row, and stored in the gradebook
+    with ``db_url``. Writes ``grades.csv``,
     ``summary.txt``, ``changes.txt`` (this run's changes), ``history.txt`` (every run's) and,
     with ``histogram``, ``scores.png``.
     """
@@ -430,13 +480,23 @@ def write_outputs(
             }
         )
     old, old_columns = read_rows(out / "grades.csv")
+    before = {row.get("student"): _number(row.get("late_penalty", "")) for row in old}
+    fresh = apply_late_penalty(new_rows, late_penalty, points)  # the change lines show it
     rows, changes = merge_rows(old, new_rows)
+    penalties = apply_late_penalty(rows, late_penalty, points)  # a changed rule: every row
+    penalised = sorted(
+        student
+        for student, (value, _) in penalties.items()
+        if (student in fresh and value)
+        or (student not in fresh and (before.get(student) or 0.0) != value)
+    )
     if db_url is not None:
         if course_root is not None:
             by_student = {r.student: times[r.source] for r in results if r.source in times}
             record_times(
                 course_root, db_url, ASSIGNMENT, {k: v for k, v in by_student.items() if k}
             )
+        record_penalties(db_url, ASSIGNMENT, NOTEBOOK, penalties, next(iter(points.manual), None))
         refresh_manual(rows, points, db_url)
     columns = csv_columns(points, rows, old_columns)
     write_rows(rows, columns, out / "grades.csv")
@@ -447,7 +507,7 @@ def write_outputs(
         log.write(f"--- {when}\n" + "\n".join(changes) + "\n")
     if histogram and any(row.get("status") == "graded" for row in rows):
         save_histogram(rows, points, out / "scores.png")
-    return Written(rows, changes, summary)
+    return Written(rows, changes, summary, penalised)
 
 
 def write_reports(
@@ -457,11 +517,15 @@ def write_reports(
     submissions: Sequence[Submission],
     problems: Sequence[Problem],
     histogram: bool = True,
+    feedback_dir: Path | None = None,
 ) -> list[GradeResult]:
     """:func:`write_outputs` for a :class:`~autograder.pipeline.Grader`'s run (the end of
     :func:`~autograder.pipeline.grade_many`); returns the results sorted by student, each
     ``source`` named as the instructor knows the file, with a result for every file that was
-    not graded (duplicates aside)."""
+    not graded (duplicates aside). With a course, students without a name get their id as
+    one (:func:`autograder.roster.name_unnamed`), and the feedback of every student whose late
+    penalty is not 0 (or changed) is made again from the course into ``feedback_dir``: the
+    page made while grading, in a private gradebook, knows no deadline."""
     import nbformat
 
     course = getattr(grader, "course", None)
@@ -471,13 +535,18 @@ def write_reports(
     roster = course_roster(
         getattr(grader, "roster", None), course.root if course is not None else None, db_url
     )
+    if db_url is not None:
+        name_unnamed(db_url)
+    rule = course_late_penalty(
+        getattr(grader, "late_penalty", None), course.root if course is not None else None
+    )
     template = getattr(grader, "template", None)
     if template is not None:
         points = course_points(nbformat.read(template.release_notebook, as_version=4))
     else:  # a stand-in grader (tests): the parts it reported
         points = CoursePoints({k: p.max for r in results for k, p in r.parts.items()})
     results = sorted(results, key=lambda result: result.student)
-    write_outputs(
+    written = write_outputs(
         out,
         results,
         points,
@@ -488,7 +557,16 @@ def write_reports(
         histogram=histogram,
         deadline=deadline,
         roster=roster,
+        late_penalty=rule,
     )
+    if course is not None and feedback_dir is not None:
+        from .course import generate_feedback
+
+        graded = {row["student"] for row in written.rows if row.get("status") == "graded"}
+        for student in [name for name in written.penalised if name in graded]:
+            html = generate_feedback(course, student)
+            Path(feedback_dir).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(html, Path(feedback_dir) / f"{student}.html")
     origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}
     for result in results:
         result.source = origins.get(result.source, result.source)

@@ -671,7 +671,9 @@ def grade_many(
     # The reports: merged by student into what `out` holds already (autograder.outputs).
     from .outputs import write_reports
 
-    written = write_reports(grader, out, results, submissions, problems, histogram=histogram)
+    written = write_reports(
+        grader, out, results, submissions, problems, histogram=histogram, feedback_dir=feedback_dir
+    )
     if isinstance(getattr(grader, "progress_file", None), Path):
         grader.progress_file.unlink(missing_ok=True)  # every row is in grades.csv now
         grader.progress_file = None

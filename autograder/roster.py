@@ -10,6 +10,11 @@ option.
 A submission whose student is not on the roster is **flagged, never dropped**: it is graded,
 and its row in the grades CSV says ``not on the roster`` (a typo in a folder name, or a
 student who joined late).
+
+A student the gradebook knows by id only (no roster, or not on it) gets the id as last name
+and an empty first name and e-mail (:func:`name_unnamed`): formgrader would otherwise list
+every such student as "None, None" with the e-mail "None". ``nbgrader export`` leaves such a
+placeholder out of its name columns (:func:`is_placeholder`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,15 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MAX_ROWS", "NOT_ON_ROSTER", "RosterStudent", "course_roster", "read_roster"]
+__all__ = [
+    "MAX_ROWS",
+    "NOT_ON_ROSTER",
+    "RosterStudent",
+    "course_roster",
+    "is_placeholder",
+    "name_unnamed",
+    "read_roster",
+]
 
 #: A roster longer than this is refused (no class is that big; a wrong file may be).
 MAX_ROWS = 100_000
@@ -89,10 +102,33 @@ def course_roster(
         with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
             warnings.simplefilter("ignore")
             for student in roster.values():
+                named = student.first_name or student.last_name
                 gradebook.update_or_create_student(
                     student.id,
-                    first_name=student.first_name or None,
-                    last_name=student.last_name or None,
+                    first_name=student.first_name if named else "",
+                    last_name=student.last_name if named else student.id,
                     email=student.email or None,
                 )
     return roster
+
+
+def name_unnamed(db_url: str) -> int:
+    """Give every student of the gradebook with neither name the id as last name (formgrader
+    shows ``<id>, ``, not ``None, None``); returns how many were named."""
+    from nbgrader.api import Gradebook
+
+    named = 0
+    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
+        warnings.simplefilter("ignore")
+        for student in gradebook.students:
+            if not (student.first_name or student.last_name):
+                student.first_name, student.last_name = "", student.id
+                student.email = student.email or ""  # formgrader shows a missing one as None
+                named += 1
+        gradebook.db.commit()
+    return named
+
+
+def is_placeholder(student_id: str, first_name: str | None, last_name: str | None) -> bool:
+    """Whether these names are :func:`name_unnamed`'s placeholder (the id, no first name)."""
+    return not first_name and last_name == student_id

@@ -16,9 +16,8 @@ course, ``--deadline`` applies to that run only.
 
 **Minutes late** are whole minutes after the deadline, rounded up (one second late is 1), 0 when
 on time. The grades CSV, the summary and formgrader (the submission's timestamp in the
-gradebook, beside the due date) show them. The kit takes no points off for lateness: what a
-late submission costs is the instructor's decision (the grades CSV keeps ``minutes_late`` beside
-the total for it).
+gradebook, beside the due date) show them. Points are taken off only under a late penalty
+the instructor configures (:mod:`autograder.late_penalty`).
 """
 
 from __future__ import annotations

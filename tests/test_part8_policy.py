@@ -44,8 +44,17 @@ def _scores(course, bonus: float, **zeroed: float) -> dict[str, float]:
     return scores
 
 
-def _grade(course, out: Path, student: str, scores: dict[str, float], answer: str) -> GradeResult:
-    """What ``grade-all --course`` does with the grader's scores for ``student``."""
+def _grade(
+    course,
+    out: Path,
+    student: str,
+    scores: dict[str, float],
+    answer: str,
+    late_seconds: float = 90,
+    late_penalty=None,
+) -> GradeResult:
+    """What ``grade-all --course`` does with the grader's scores for ``student``, handed in
+    ``late_seconds`` after the deadline (``late_penalty``: the course's rule)."""
     nb = nbformat.read(course.release_notebook, as_version=4)
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "discussion":
@@ -55,9 +64,10 @@ def _grade(course, out: Path, student: str, scores: dict[str, float], answer: st
     record.write_text(
         json.dumps({f"test_{k}": {"score": v, "feedback": "ok"} for k, v in scores.items()})
     )
-    received = out.parent / f"{student}.ipynb"  # handed in 90 s after the deadline
+    received = out.parent / f"{student}.ipynb"
     nbformat.write(nb, received)
-    os.utime(received, (DEADLINE.timestamp() + 90, DEADLINE.timestamp() + 90))
+    when = DEADLINE.timestamp() + late_seconds
+    os.utime(received, (when, when))
     result = GradeResult(
         student,
         parts={k: PartScore(v, points.auto[k], "ok") for k, v in scores.items()},
@@ -78,6 +88,7 @@ def _grade(course, out: Path, student: str, scores: dict[str, float], answer: st
         histogram=False,
         deadline=course_deadline(course.db_url, ASSIGNMENT, DEADLINE),
         roster=roster,
+        late_penalty=late_penalty,
     )
     return result
 
@@ -112,13 +123,13 @@ def _formgrader_view(course, student: str) -> dict:
     return view
 
 
-def _lms(course, tmp: Path) -> dict[str, str]:
+def _lms(course, tmp: Path, student: str = "bob") -> dict[str, str]:
     from nbgrader.api import Gradebook
 
     dest = tmp / "lms.csv"
     with Gradebook(course.db_url) as gradebook:
         CourseExport(to=str(dest)).export(gradebook)
-    return {row["student_id"]: row for row in csv.DictReader(dest.open())}["bob"]
+    return {row["student_id"]: row for row in csv.DictReader(dest.open())}[student]
 
 
 def _nbgrader(course, *args: str) -> str:
@@ -134,14 +145,14 @@ def _nbgrader(course, *args: str) -> str:
     return done.stdout + done.stderr
 
 
-def _snapshot(course, out: Path, tmp: Path) -> dict:
+def _snapshot(course, out: Path, tmp: Path, student: str = "bob") -> dict:
     rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
     return {
-        "row": rows["bob"],
+        "row": rows[student],
         "changes": (out / "changes.txt").read_text(),
         "summary": (out / "summary.txt").read_text(),
-        "lms": _lms(course, tmp),
-        "formgrader": _formgrader_view(course, "bob"),
+        "lms": _lms(course, tmp, student),
+        "formgrader": _formgrader_view(course, student),
     }
 
 

@@ -393,6 +393,7 @@ class Grader:
     def _judge(self, result: GradeResult, nb: Any, plan: dict[str, Any], ran: Any) -> None:
         """Score every part from the channel; set the status from how the run ended."""
         channel = read_channel(ran.channel, plan)
+        result.isolation = ran.isolation
         for part, points in self._points.items():
             try:
                 judged = judge_part(part, channel.records[part], points, plan)

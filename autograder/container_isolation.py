@@ -20,17 +20,25 @@ resource limits can give, with no namespace and no mount:
   otherwise) and copies of the grader's view (``course_lib``'s snapshot, the grading runtime,
   the two scripts) in a folder of root's. No Python folder may be writable by that user
   (checked once per grader process, :func:`check_environment`).
+* **Landlock**, where the kernel has it and the container's seccomp profile lets it through
+  (:mod:`autograder.landlock`): the job reads only the system folders, Python and the copies
+  of the grader's view, writes only its own working and temporary folders and ``/dev``, so a
+  copy of the course elsewhere on the machine stays out of reach even where Unix permissions
+  would show it; from ABI 4 no TCP at all, from ABI 6 no signal to a process outside the run.
+  The result's note says which held.
 * **Limits.** Per process: address space, CPU time, file size, open files, no core files; per
   user: the number of processes; a cgroup for the whole run where the container lets root make
   one (rarely). The kernel's out-of-memory killer picks the job's processes first.
 * **Nothing by path.** As with bubblewrap, the job comes on a pipe and the records go out on
   one; the grader opens no file the job could have written.
 
-What it does not give, and bubblewrap does: a network namespace (the job has the network the
-platform gives the container; Gradescope's has one, PrairieLearn's external graders have none
-by default), a PID namespace (the job sees the grader's processes, though it cannot signal
-them), a private ``/tmp``, and a private view of the file system (it reads what any user of the
-image may read). Hence: one submission per container, which is how both platforms run.
+What it does not give, and bubblewrap does: a PID namespace (the job sees the grader's
+processes, though it cannot signal them), a private view of the file system (without Landlock
+it reads what any user of the image may read) and, without Landlock ABI 4, a network namespace
+(the job then has the network the platform gives the container: Gradescope's has one,
+PrairieLearn's external graders have none by default); and where the kernel refuses nested
+namespaces, the student's code runs as the same user as the runner that supervises it. Hence:
+one submission per container, which is how both platforms run.
 """
 
 from __future__ import annotations
@@ -52,9 +60,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from . import landlock
 from .sandbox import (
     HIDDEN_PACKAGES,
     SCRATCH,
+    SYSTEM_DIRS,
     SandboxLimits,
     SandboxResult,
     SandboxUnavailable,
@@ -147,11 +157,16 @@ def container_works() -> bool:
 FIRST_PROBE_UID = 1_799_999  #: a user id just below the runs' own, used only by the probe
 
 
-def _drop(uid: int) -> None:
-    """Become ``uid`` (group ``uid``, no supplementary group) for good; no set-uid way back."""
+def _no_new_privileges() -> None:
+    """No set-uid or file-capability program gives this process or its children privileges."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+
+
+def _drop(uid: int) -> None:
+    """Become ``uid`` (group ``uid``, no supplementary group) for good; no set-uid way back."""
+    _no_new_privileges()
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
@@ -264,8 +279,11 @@ def check_environment() -> tuple[Path, ...]:
 
 
 # ------------------------------------------------------------------------ the run
-def _prepare_child(uid: int, limits: SandboxLimits, cgroup: _Cgroup, cpu_seconds: int) -> None:
-    """In the child, as root, before exec: cgroup, limits, out-of-memory first, then the user."""
+def _prepare_child(
+    uid: int, limits: SandboxLimits, cgroup: _Cgroup, cpu_seconds: int, fence: dict | None
+) -> None:
+    """In the child, as root, before exec: cgroup, limits, out-of-memory first, Landlock's
+    fence where the kernel has it, then the user."""
     cgroup.join()
     try:
         with open("/proc/self/oom_score_adj", "w") as adj:
@@ -278,6 +296,9 @@ def _prepare_child(uid: int, limits: SandboxLimits, cgroup: _Cgroup, cpu_seconds
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
     resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES))
     resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes,) * 2)
+    _no_new_privileges()
+    if fence is not None:
+        landlock.restrict(fence["read"], fence["write"], fence["abi"])
     _drop(uid)
 
 
@@ -381,6 +402,11 @@ def run_in_container(
         environment["TMPDIR"] = str(tmp)  # its own, instead of the container's shared /tmp
         environment[channel_variable] = str(channel_write)
         cpu_seconds = int(wall_seconds * (os.cpu_count() or 1)) + 1
+        abi = landlock.abi_version()
+        fence = None
+        if abi > 0:
+            read = [*SYSTEM_DIRS, *map(str, check_environment()), *mapping.values(), "/proc"]
+            fence = {"read": read, "write": [str(work), str(tmp), "/dev"], "abi": abi}
         start = time.monotonic()
         process = subprocess.Popen(
             command,
@@ -391,7 +417,7 @@ def run_in_container(
             stderr=log_write,
             pass_fds=keep,
             start_new_session=True,
-            preexec_fn=lambda: _prepare_child(lease.uid, limits, cgroup, cpu_seconds),
+            preexec_fn=lambda: _prepare_child(lease.uid, limits, cgroup, cpu_seconds, fence),
         )
         for fd in (stdin_read, log_write, *keep):
             os.close(fd)
@@ -427,10 +453,10 @@ def run_in_container(
             f"{limits.address_space_bytes / 1024**3:g} GiB of address space per process and "
             f"{limits.processes} processes (no cgroup could be made)"
         )
+    network = "" if abi >= 4 else "; it had the network the platform gives the container"
     note = (
         "container isolation (bubblewrap cannot start here): the notebook ran as an "
-        f"unprivileged user of its own with {memory}; it had the network the platform gives "
-        "the container"
+        f"unprivileged user of its own with {memory}; {landlock.describe(abi)}{network}"
     )
     return SandboxResult(
         returncode=None if timed_out else process.returncode,

@@ -253,8 +253,8 @@ class Grader:
         limits: SandboxLimits = DEFAULT_LIMITS,
     ) -> None:
         self.timeout = check_timeout(timeout)
-        if isolate:
-            require_sandbox()
+        #: "bubblewrap", "container" (root where bubblewrap cannot start) or "none"
+        self.isolation = require_sandbox() if isolate else "none"
         self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
         # Without the sandbox, a notebook could change the environment: fingerprinted now and
         # after each such grading (and the grader itself writes no bytecode from here on, so
@@ -344,7 +344,9 @@ class Grader:
     ) -> Assessment:
         """Run and judge the submission ``data`` (the file's bytes); never raises."""
         start = time.perf_counter()
-        result = GradeResult(student, source=name, sandboxed=self.isolate)
+        result = GradeResult(
+            student, source=name, sandboxed=self.isolate, isolation=self.isolation
+        )
         try:
             if package_files() != self._package_files:
                 raise RuntimeError(

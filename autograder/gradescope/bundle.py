@@ -15,11 +15,18 @@ SETUP_SH = r"""#!/usr/bin/env bash
 # It installs with the python3 and pip found on PATH (a venv's, when one is first on PATH).
 set -euo pipefail
 cd "$(dirname "$0")"
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "setup.sh: the pinned requirements need Python 3.11 or newer, python3 is $(python3 -V 2>&1):" \
+        "choose a newer base image" >&2
+    exit 1
+fi
 # bubblewrap isolates the notebook where the container allows it; otherwise the grader uses its
 # container mode. A2C_SETUP_APT=0 skips apt-get (no root, or no network for it).
 if [ "${A2C_SETUP_APT:-1}" != 0 ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap \
         || echo "setup.sh: bubblewrap not installed: grading will run in container mode"
+    python3 -m pip --version >/dev/null 2>&1 \
+        || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip
 fi
 export PIP_BREAK_SYSTEM_PACKAGES=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 # torch's CPU build from PyTorch's index (PyPI's Linux build is the CUDA one, several GB);

@@ -93,6 +93,7 @@ OPEN_FILES = 1024  #: RLIMIT_NOFILE of the job's processes
 #: Shared folders a job may write in: what its user left there is removed after the run.
 SHARED_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
 PR_SET_NO_NEW_PRIVS = 38
+FIRST_PROBE_UID = 1_799_999  #: a user id just below the runs' own, used only by the probe
 
 
 def unavailable_message() -> str:
@@ -152,9 +153,6 @@ def container_works() -> bool:
             os._exit(1)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
-
-
-FIRST_PROBE_UID = 1_799_999  #: a user id just below the runs' own, used only by the probe
 
 
 def _no_new_privileges() -> None:

@@ -36,7 +36,7 @@ FAKE_BWRAP = (
 
 
 def _group(name: str) -> dict[str, Path]:
-    """The limited group(s): ``{"v2": folder}`` or ``{"memory": ..., "cpu": ...}``."""
+    """The limited group(s): ``{"v2": folder}`` or ``{"memory": ..., "cpu": ..., "cpuacct": ...}``."""
     controllers = V2 / "cgroup.subtree_control"
     if controllers.exists() and {"memory", "cpu"} <= set(controllers.read_text().split()):
         folder = V2 / name
@@ -45,15 +45,16 @@ def _group(name: str) -> dict[str, Path]:
         (folder / "memory.swap.max").write_text("0")
         (folder / "cpu.max").write_text("50000 100000")
         return {"v2": folder}
-    memory, cpu = V1 / "memory" / name, V1 / "cpu" / name
+    memory, cpu, acct = V1 / "memory" / name, V1 / "cpu" / name, V1 / "cpuacct" / name
     memory.mkdir()
     cpu.mkdir()
+    acct.mkdir()
     (memory / "memory.limit_in_bytes").write_text(str(MEMORY))
     if (memory / "memory.memsw.limit_in_bytes").exists():
         (memory / "memory.memsw.limit_in_bytes").write_text(str(MEMORY))
     (cpu / "cpu.cfs_period_us").write_text("100000")
     (cpu / "cpu.cfs_quota_us").write_text("50000")
-    return {"memory": memory, "cpu": cpu}
+    return {"memory": memory, "cpu": cpu, "cpuacct": acct}
 
 
 def _usage(group: dict[str, Path]) -> dict[str, float]:
@@ -69,7 +70,7 @@ def _usage(group: dict[str, Path]) -> dict[str, float]:
             "throttled_seconds": int(cpu.get("throttled_usec", 0)) / 1e6,
         }
     memory, cpu = group["memory"], group["cpu"]
-    acct = V1 / "cpuacct" / cpu.name / "cpuacct.usage"
+    acct = group["cpuacct"] / "cpuacct.usage"
     stat = dict(line.split() for line in (cpu / "cpu.stat").read_text().splitlines())
     control = dict(
         line.split() for line in (memory / "memory.oom_control").read_text().splitlines()
@@ -152,7 +153,7 @@ def main() -> int:
                     **{k: round(v, 2) for k, v in usage.items()},
                     "score": results["score"],
                     "exit": done.returncode,
-                    "cgroup": "v2" if "v2" in group else "v1 memory + cpu",
+                    "cgroup": "v2" if "v2" in group else "v1 memory, cpu, cpuacct",
                 },
                 indent=2,
             )

@@ -224,7 +224,8 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def platforms():
-    """Gradescope's folder (setup.sh run in a fresh venv), PrairieLearn's, the failing bwrap."""
+    """Gradescope's folder (setup.sh run in a fresh venv), PrairieLearn's, the failing bwrap,
+    and a private TMPDIR for every grading."""
     base = Path(tempfile.mkdtemp(prefix="a2c-platforms-", dir="/var/tmp"))
     base.chmod(0o755)  # the venv inside must be reachable by the notebook's user
     try:
@@ -244,9 +245,12 @@ def platforms():
         for script in ("setup.sh", "run_autograder"):
             (gradescope / "source" / script).chmod(0o755)
         shutil.copy(gradescope / "source" / "run_autograder", gradescope / "run_autograder")
+        private = base / "private-tmp"  # TMPDIR only root can enter (a Slurm job's, pytest's)
+        private.mkdir(mode=0o700)
         env = {
             "PATH": f"{fake}:{base / 'venv' / 'bin'}:/usr/bin:/bin",
             "HOME": str(base),
+            "TMPDIR": str(private),
             "A2C_GRADER_TIME_SCALE": "3",  # a loaded machine: no flaky timeouts
         }
         setup = subprocess.run(

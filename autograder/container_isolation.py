@@ -80,7 +80,6 @@ __all__ = [
     "CONTAINER",
     "check_closed",
     "check_environment",
-    "choose_isolation",
     "close_grader_files",
     "container_works",
     "run_in_container",
@@ -88,7 +87,6 @@ __all__ = [
 ]
 
 CONTAINER = "container"  #: the isolation mode's name, as results report it
-ISOLATION_VARIABLE = "A2C_ISOLATION"  #: auto (default), bubblewrap or container
 OPEN_FILES = 1024  #: RLIMIT_NOFILE of the job's processes
 #: Shared folders a job may write in: what its user left there is removed after the run.
 SHARED_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
@@ -108,35 +106,6 @@ def unavailable_message() -> str:
         "cluster whose workers can sandbox (--scheduler, docs/cluster.md); or pass "
         "--no-sandbox for practice only (results say `unsandboxed` and are not grades)."
     )
-
-
-def choose_isolation(bwrap_ok: bool) -> str:
-    """``"bubblewrap"`` where it starts, else ``"container"`` where this process is root;
-    ``A2C_ISOLATION`` (``auto``, the default, ``bubblewrap`` or ``container``) insists on one.
-    Raises :class:`SandboxUnavailable` with the ways out when the one wanted cannot hold."""
-    wanted = os.environ.get(ISOLATION_VARIABLE, "auto").strip().lower() or "auto"
-    if wanted not in ("auto", "bubblewrap", CONTAINER):
-        raise SandboxUnavailable(
-            f"{ISOLATION_VARIABLE} must be auto, bubblewrap or container, not {wanted!r}"
-        )
-    if bwrap_ok and wanted != CONTAINER:
-        return "bubblewrap"
-    if wanted == "bubblewrap":
-        raise SandboxUnavailable(
-            f"{ISOLATION_VARIABLE}=bubblewrap, and bubblewrap (bwrap) cannot start here: install "
-            "it (Debian/Ubuntu: apt-get install -y bubblewrap) on a Linux machine with user "
-            "namespaces, or pass --no-sandbox to grade without isolation (the results then say "
-            "`unsandboxed` and are not grades)."
-        )
-    if not container_works():
-        if wanted == CONTAINER:
-            raise SandboxUnavailable(
-                f"{ISOLATION_VARIABLE}=container needs the grader to run as root on Linux"
-            )
-        raise SandboxUnavailable(unavailable_message())
-    check_environment()
-    check_closed()
-    return CONTAINER
 
 
 @functools.lru_cache(maxsize=1)

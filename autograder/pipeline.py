@@ -71,11 +71,12 @@ from .course import (
 from .course import generate_feedback as nbgrader_feedback
 from .grading_job import job_cells
 from .host_paths import Redactor
+from .isolation import require_isolation, run_isolated
 from .judging import TAMPERED, judge_part, make_plan, new_seed, prepare_references
 from .repair import graded_part, repair_submission
 from .results import GradeResult, PartScore, check_gradebook
 from .runtime import record as records
-from .sandbox import DEFAULT_LIMITS, SCRATCH, SandboxLimits, require_sandbox, run_in_sandbox
+from .sandbox import DEFAULT_LIMITS, SCRATCH, SandboxLimits
 from .submission_file import UnreadableNotebook, parse_notebook, read_bytes
 from .submitted_markdown import safe_markdown
 from .submitted_outputs import keep_submitted_outputs
@@ -254,7 +255,7 @@ class Grader:
     ) -> None:
         self.timeout = check_timeout(timeout)
         #: "bubblewrap", "container" (root where bubblewrap cannot start) or "none"
-        self.isolation = require_sandbox() if isolate else "none"
+        self.isolation = require_isolation() if isolate else "none"
         self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
         # Without the sandbox, a notebook could change the environment: fingerprinted now and
         # after each such grading (and the grader itself writes no bytecode from here on, so
@@ -329,7 +330,7 @@ class Grader:
             f"{_GRADER_DIR}/bin/executor.py",
         ]
         readonly = {f"{_GRADER_DIR}/bin": self._bin, f"{_GRADER_DIR}/lib": self.template.lib}
-        return run_in_sandbox(
+        return run_isolated(
             argv,
             readonly,
             env,

@@ -262,13 +262,15 @@ class _Cgroup:
                     time.sleep(0.05)
 
 
-def require_sandbox() -> str:
-    """The isolation that holds here, ``"bubblewrap"`` or ``"container"`` (a fresh user, as root
-    where bubblewrap cannot start: :mod:`autograder.container_isolation`; ``A2C_ISOLATION``
-    picks one); raises :class:`SandboxUnavailable`, saying what to do, when neither can."""
-    from .container_isolation import choose_isolation
-
-    return choose_isolation(bwrap_works())
+def require_sandbox() -> None:
+    """Raise :class:`SandboxUnavailable`, saying what to do, when bubblewrap cannot start."""
+    if not bwrap_works():
+        raise SandboxUnavailable(
+            "bubblewrap (bwrap) cannot start here, so student code cannot be isolated: install "
+            "it (Debian/Ubuntu: sudo apt-get install -y bubblewrap) on a Linux machine with user "
+            "namespaces, or pass --no-sandbox to grade without isolation (the results then say "
+            "`unsandboxed` and are not grades)."
+        )
 
 
 def _limits(limits: SandboxLimits, cgroup: _Cgroup) -> None:  # runs in the child, before exec
@@ -461,10 +463,8 @@ def run_in_sandbox(
     outside folders. Raises :class:`SandboxUnavailable` when ``isolate`` is true and bubblewrap
     cannot start.
     """
-    if isolate and require_sandbox() == "container":  # root where bubblewrap cannot start
-        from .container_isolation import run_in_container
-
-        return run_in_container(argv, readonly, env, stdin, wall_seconds, limits, CHANNEL_VARIABLE)
+    if isolate:
+        require_sandbox()
     channel_read, channel_write = os.pipe()
     log_read, log_write = os.pipe()
     stdin_read, stdin_write = os.pipe()

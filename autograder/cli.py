@@ -8,16 +8,20 @@ Commands::
                                    [--course DIR [--allow-git]] [--scheduler tcp://HOST:PORT]
                                    [--deadline ISO-TIME] [--late-penalty RULE] [--roster CSV]
     python -m autograder export --course DIR [--out DIR] [--no-feedback]
+    python -m autograder gradescope [--out autograder.zip]
+    python -m autograder prairielearn --out DIR [--image NAME]
 
 ``grade`` names the student as ``grade-all`` names the one file it is given, and prints a table
 per part with the totals of ``grades.csv`` (full marks 15, part 8 *not graded yet*), or with
 ``--json`` exactly one JSON object on stdout (``max_total``: full marks)::
 
     {"total": float, "max_total": float, "status": str, "notes": str, "sandboxed": bool,
+     "isolation": "bubblewrap" | "container" | "none",
      "parts": {"<part key>": {"score": float, "max": float, "feedback": str}}}
 
 ``status`` is ``graded`` or why not (``error: ...``, ``timeout: ...``, ``tampered: ...``,
-``unreadable: ...``); ``sandboxed`` is false when bubblewrap could not start (read the note).
+``unreadable: ...``); ``sandboxed`` is false with ``--no-sandbox`` (read the note);
+``isolation`` says how the notebook was isolated (docs/grading.md, "Isolation modes").
 
 ``grade-all`` writes ``grades.csv`` (merged by student with what ``--out`` holds already),
 ``feedback/<student>.html``, ``summary.txt``, ``scores.png`` and ``received/`` (every file as
@@ -25,6 +29,11 @@ submitted) into ``--out`` (default ``grading-output``), prints what changed in `
 and the class's summary (:mod:`autograder.outputs`). With ``--scheduler`` (or
 ``A2C_DASK_SCHEDULER``) the submissions are graded on that Dask cluster and recorded here
 (:mod:`autograder.cluster`; ``pip install -e '.[cluster]'``).
+
+``gradescope`` writes the autograder zip to upload to Gradescope (:mod:`autograder.gradescope`);
+``prairielearn`` writes an externally graded question, its grader and its image recipe
+(:mod:`autograder.prairielearn`). Both grade there as ``grade`` does, in container mode where
+the platform's container refuses bubblewrap (:mod:`autograder.container_isolation`).
 
 ``export`` reads part 8 (graded by hand in formgrader) from the course's gradebook into
 ``grades.csv`` and makes every student's final feedback (``feedback/<student>.html``).
@@ -153,7 +162,45 @@ def build_parser() -> argparse.ArgumentParser:
     final.add_argument("--course", type=Path, required=True, metavar="DIR", help="the course")
     final.add_argument("--out", type=Path, default=Path("grading-output"), help="output folder")
     final.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
+
+    gradescope = commands.add_parser("gradescope", help="the autograder zip for Gradescope")
+    gradescope.add_argument(
+        "--out", type=Path, default=Path("autograder.zip"), help="the zip (default: %(default)s)"
+    )
+    prairielearn = commands.add_parser(
+        "prairielearn", help="an externally graded PrairieLearn question and its grader"
+    )
+    prairielearn.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="a new folder: the course's serverFilesCourse/a2c_grader",
+    )
+    prairielearn.add_argument(
+        "--image",
+        default="YOUR_DOCKERHUB_USER/a2c-grader:latest",
+        help="the grading image's name on Docker Hub, for info.json (default: %(default)s)",
+    )
     return parser
+
+
+def _platform(args: argparse.Namespace) -> int:
+    if args.command == "gradescope":
+        from .gradescope.bundle import build_zip
+
+        names = build_zip(args.out)
+        print(f"{args.out}: {len(names)} files; upload it as the assignment's autograder")
+        return 0
+    from .prairielearn.bundle import write_bundle
+
+    names = write_bundle(args.out, args.image)
+    print(
+        f"{args.out}: {len(names)} files; copy it to the course's serverFilesCourse/a2c_grader, "
+        f"{args.out / 'question'} to questions/a2c, and build {args.out / 'image'} as "
+        f"{args.image}"
+    )
+    return 0
 
 
 def _student_of(path: Path) -> str:
@@ -298,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _grade(args)
         if args.command == "export":
             return _export(args)
+        if args.command in ("gradescope", "prairielearn"):
+            return _platform(args)
         return _grade_all(args)
     except ValueError as error:  # bad --timeout, --jobs, source notebook...
         print(f"error: {error}", file=sys.stderr)

@@ -71,11 +71,12 @@ from .course import (
 from .course import generate_feedback as nbgrader_feedback
 from .grading_job import job_cells
 from .host_paths import Redactor
+from .isolation import require_isolation, run_isolated
 from .judging import TAMPERED, judge_part, make_plan, new_seed, prepare_references
 from .repair import graded_part, repair_submission
 from .results import GradeResult, PartScore, check_gradebook
 from .runtime import record as records
-from .sandbox import DEFAULT_LIMITS, SCRATCH, SandboxLimits, require_sandbox, run_in_sandbox
+from .sandbox import DEFAULT_LIMITS, SCRATCH, SandboxLimits
 from .submission_file import UnreadableNotebook, parse_notebook, read_bytes
 from .submitted_markdown import safe_markdown
 from .submitted_outputs import keep_submitted_outputs
@@ -253,8 +254,8 @@ class Grader:
         limits: SandboxLimits = DEFAULT_LIMITS,
     ) -> None:
         self.timeout = check_timeout(timeout)
-        if isolate:
-            require_sandbox()
+        #: "bubblewrap", "container" (root where bubblewrap cannot start) or "none"
+        self.isolation = require_isolation() if isolate else "none"
         self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
         # Without the sandbox, a notebook could change the environment: fingerprinted now and
         # after each such grading (and the grader itself writes no bytecode from here on, so
@@ -329,7 +330,7 @@ class Grader:
             f"{_GRADER_DIR}/bin/executor.py",
         ]
         readonly = {f"{_GRADER_DIR}/bin": self._bin, f"{_GRADER_DIR}/lib": self.template.lib}
-        return run_in_sandbox(
+        return run_isolated(
             argv,
             readonly,
             env,
@@ -344,7 +345,9 @@ class Grader:
     ) -> Assessment:
         """Run and judge the submission ``data`` (the file's bytes); never raises."""
         start = time.perf_counter()
-        result = GradeResult(student, source=name, sandboxed=self.isolate)
+        result = GradeResult(
+            student, source=name, sandboxed=self.isolate, isolation=self.isolation
+        )
         try:
             if package_files() != self._package_files:
                 raise RuntimeError(
@@ -393,6 +396,7 @@ class Grader:
     def _judge(self, result: GradeResult, nb: Any, plan: dict[str, Any], ran: Any) -> None:
         """Score every part from the channel; set the status from how the run ended."""
         channel = read_channel(ran.channel, plan)
+        result.isolation = ran.isolation
         for part, points in self._points.items():
             try:
                 judged = judge_part(part, channel.records[part], points, plan)

@@ -71,6 +71,9 @@ class GradeResult:
     notes: list[str] = field(default_factory=list)
     #: whether the notebook ran in the bubblewrap sandbox (False: a plain subprocess)
     sandboxed: bool = True
+    #: how it was isolated: "bubblewrap", "container" (a fresh user where bubblewrap cannot
+    #: start, :mod:`autograder.container_isolation`) or "none"
+    isolation: str = "bubblewrap"
     #: manually graded cells: grade_id -> max points (scored later, by hand)
     manual: dict[str, float] = field(default_factory=dict)
     source: str = ""  #: the submitted file
@@ -102,13 +105,14 @@ class GradeResult:
         return _unfinished_notes(self.parts)
 
     def as_dict(self) -> dict[str, Any]:
-        """``{"total", "max_total", "status", "notes", "sandboxed", "parts"}``."""
+        """``{"total", "max_total", "status", "notes", "sandboxed", "isolation", "parts"}``."""
         return {
             "total": self.total,
             "max_total": self.max_total,
             "status": self.status,
             "notes": "; ".join([*self.notes, *self.unfinished_notes()]),
             "sandboxed": self.sandboxed,
+            "isolation": self.isolation,
             "parts": {key: part.as_dict() for key, part in self.parts.items()},
         }
 
@@ -120,6 +124,7 @@ class GradeResult:
             "status": self.status,
             "notes": list(self.notes),
             "sandboxed": self.sandboxed,
+            "isolation": self.isolation,
             "manual": dict(self.manual),
             "source": self.source,
             "seconds": self.seconds,
@@ -139,6 +144,7 @@ class GradeResult:
             status=str(data.get("status", "graded")),
             notes=[str(note) for note in data.get("notes", [])],
             sandboxed=bool(data.get("sandboxed", True)),
+            isolation=str(data.get("isolation", "bubblewrap")),
             manual={str(k): float(v) for k, v in dict(data.get("manual", {})).items()},
             source=str(data.get("source", "")),
             seconds=float(data.get("seconds", 0.0)),

@@ -115,6 +115,9 @@ class SandboxResult:
     limits: str = ""  #: which limits held (cgroup or per-process only)
     uid: int | None = None  #: the host user id the run had (a grader started as root)
     wall_seconds: float = 0.0  #: the wall clock it ran under
+    #: how the command was isolated: "bubblewrap", "container" (a fresh user, see
+    #: :mod:`autograder.container_isolation`) or "none"
+    isolation: str = "bubblewrap"
 
 
 @functools.lru_cache(maxsize=1)
@@ -613,4 +616,5 @@ def run_in_sandbox(
         limits=note,
         uid=lease.uid if lease is not None else None,
         wall_seconds=wall_seconds,
+        isolation="bubblewrap" if isolate else "none",
     )

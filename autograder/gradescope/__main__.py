@@ -1,0 +1,7 @@
+"""``python -m autograder.gradescope``: grade one submission as Gradescope's run_autograder."""
+
+import sys
+
+from .run_autograder import main
+
+sys.exit(main())

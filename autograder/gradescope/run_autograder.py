@@ -1,0 +1,92 @@
+"""What Gradescope runs per submission: grade the notebook, write ``results/results.json``.
+
+The results follow Gradescope's autograder specification: ``score`` (the autograded total,
+bonus included; 0 when the notebook could not be graded), ``execution_time`` (seconds),
+``output`` (status, isolation mode, notes), and one ``tests`` entry per part with ``name``,
+``score``, ``max_score``, ``output`` (the hidden tests' feedback, which names the failing case
+and never the expected values) and ``visibility``. The bonus part is its own test; part 8 is a
+test worth 0 that says it is graded by hand (a separate, manually graded Gradescope question).
+The grader's own log stays hidden from students (``stdout_visibility``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..platform_run import (
+    close_folders,
+    find_notebook,
+    grade_notebook,
+    part_rows,
+    summary,
+    write_json,
+)
+from ..sandbox import SandboxUnavailable
+
+__all__ = ["gradescope_results", "main"]
+
+VISIBILITY = "visible"  #: the hidden tests' feedback is written for students
+
+
+def gradescope_results(result: Any, seconds: float) -> dict[str, Any]:
+    """Gradescope's ``results.json`` for a :class:`~autograder.results.GradeResult`."""
+    tests = []
+    for number, row in enumerate(part_rows(result), start=1):
+        tests.append(
+            {
+                "name": row.name,
+                "number": str(number),
+                "score": 0.0 if row.manual else row.score,
+                "max_score": 0.0 if row.manual else row.max_score,
+                "status": "passed" if row.score >= row.max_score and not row.manual else "failed",
+                "output": row.output,
+                "visibility": VISIBILITY,
+            }
+        )
+    return {
+        "score": result.total if result.status == "graded" else 0.0,
+        "execution_time": round(seconds),
+        "output": summary(result),
+        "visibility": VISIBILITY,
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def _failure(why: str, seconds: float) -> dict[str, Any]:
+    return {
+        "score": 0.0,
+        "execution_time": round(seconds),
+        "output": f"not graded: {why}",
+        "visibility": VISIBILITY,
+        "stdout_visibility": "hidden",
+        "tests": [],
+    }
+
+
+def main() -> int:
+    """Grade ``$AUTOGRADER_ROOT/submission`` (default ``/autograder``); 0 once the results are
+    written, 1 when the notebook could not be graded (the results then say why)."""
+    root = Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")).resolve()
+    results = root / "results" / "results.json"
+    start = time.monotonic()
+    try:
+        close_folders([root / "source", root / "results"])
+        results.unlink(missing_ok=True)
+        path, why = find_notebook(root / "submission")
+        if path is None:
+            write_json(results, _failure(why, time.monotonic() - start))
+            print(f"not graded: {why}", file=sys.stderr)
+            return 1
+        result = grade_notebook(path, student="submission")
+    except SandboxUnavailable as error:
+        write_json(results, _failure(str(error), time.monotonic() - start))
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    write_json(results, gradescope_results(result, time.monotonic() - start))
+    print(summary(result))
+    return 0 if result.status == "graded" else 1

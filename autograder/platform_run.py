@@ -1,0 +1,194 @@
+"""Grade the one notebook a grading platform hands over (Gradescope, PrairieLearn).
+
+A platform runs the grader once per submission, as root, in a container of its own, with the
+submission in a folder and the course's files next to it. This module is what both front ends
+(:mod:`autograder.gradescope`, :mod:`autograder.prairielearn`) share:
+
+* :func:`close_folders` takes other users' permissions from the platform's copy of the course
+  and its results folder before any student code runs (container mode then refuses nothing
+  and shows nothing of them: :mod:`autograder.container_isolation`);
+* :func:`find_notebook` picks the submitted ``.ipynb`` (a bounded walk);
+* :func:`grade_notebook` grades it with the same :class:`~autograder.pipeline.Grader` as
+  ``grade`` and ``grade-all`` (secret cases, plain-data records, judged in this process);
+* :func:`part_rows` lists the result per part, the bonus and the part graded by hand marked;
+* :func:`write_json` writes the platform's results file atomically, as root, after grading:
+  whatever the notebook did, the file holds this grader's result.
+
+The kit's files (:func:`kit_files`) and the requirements a grading image needs
+(:func:`grading_requirements`) are what the two bundlers copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "KIT_ROOT",
+    "PartRow",
+    "close_folders",
+    "find_notebook",
+    "grade_notebook",
+    "grading_requirements",
+    "kit_files",
+    "part_rows",
+    "write_json",
+]
+
+KIT_ROOT = Path(__file__).resolve().parent.parent  #: the checkout the bundles are made from
+#: What a grading image needs of the kit: the packages, and what installs them.
+KIT_PACKAGES = ("autograder", "solutions", "course_lib")
+KIT_FILES = ("pyproject.toml", "README.md")
+#: Requirements only the course's own tests, benchmarks and cluster use.
+NOT_FOR_GRADING = ("distributed", "pytest", "pytest-timeout", "stable-baselines3", "ruff")
+MAX_ENTRIES = 10_000  #: entries of a submission folder looked at for its notebook
+
+
+@dataclass(frozen=True)
+class PartRow:
+    """One line of a platform's results: an autograded part, the bonus or part 8."""
+
+    key: str
+    name: str
+    score: float
+    max_score: float
+    output: str
+    bonus: bool = False
+    manual: bool = False  #: graded by hand on the platform: no score here
+
+
+def kit_files(root: Path = KIT_ROOT) -> dict[str, Path]:
+    """``{name in the bundle: file}``: the kit's packages (no bytecode) and install files."""
+    found: dict[str, Path] = {}
+    for package in KIT_PACKAGES:
+        for path in sorted((root / package).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                found[path.relative_to(root).as_posix()] = path
+    for name in KIT_FILES:
+        found[name] = root / name
+    return found
+
+
+def grading_requirements(root: Path = KIT_ROOT) -> str:
+    """``requirements.txt`` without what only tests, benchmarks and the cluster need."""
+    kept = []
+    for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        name = line.split("==")[0].strip().lower()
+        if line.strip() and not line.startswith("#") and name not in NOT_FOR_GRADING:
+            kept.append(line.strip())
+    return "\n".join(kept) + "\n"
+
+
+def close_folders(folders: Iterable[Path]) -> list[Path]:
+    """Make ``folders`` (created when missing) root's alone, with the reference and the judges
+    wherever Python imports them from; returns what was closed."""
+    from .container_isolation import close_grader_files
+
+    paths = []
+    for folder in folders:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        paths.append(Path(folder).resolve())
+    return close_grader_files(paths)
+
+
+def find_notebook(folder: Path, preferred: str = "a2c.ipynb") -> tuple[Path | None, str]:
+    """The submitted notebook under ``folder`` and ``""``, or ``None`` and why not.
+
+    ``preferred`` wins wherever it is; otherwise there must be exactly one ``.ipynb``. Links
+    are not followed and at most :data:`MAX_ENTRIES` entries are looked at.
+    """
+    found: list[Path] = []
+    seen = 0
+    for current, dirs, files in os.walk(folder):
+        dirs[:] = sorted(name for name in dirs if not name.startswith("."))
+        seen += len(dirs) + len(files)
+        if seen > MAX_ENTRIES:
+            return None, f"more than {MAX_ENTRIES} files submitted: submit the notebook alone"
+        for name in sorted(files):
+            path = Path(current) / name
+            if (
+                name.endswith(".ipynb")
+                and not path.is_symlink()
+                and ".ipynb_checkpoints" not in path.parts
+            ):
+                found.append(path)
+    preferred_ones = [path for path in found if path.name == preferred]
+    if preferred_ones:
+        return preferred_ones[0], ""
+    if len(found) == 1:
+        return found[0], ""
+    if not found:
+        return None, f"no notebook (.ipynb) in the submission: submit {preferred}"
+    names = ", ".join(str(path.relative_to(folder)) for path in found[:5])
+    return None, f"several notebooks ({names}) and none named {preferred}: submit {preferred} alone"
+
+
+def grade_notebook(path: Path, student: str) -> Any:
+    """Grade ``path`` as ``grade`` does (the sandbox, else container mode); a
+    :class:`~autograder.results.GradeResult`. Raises
+    :class:`~autograder.sandbox.SandboxUnavailable` when student code cannot be isolated."""
+    from .pipeline import Grader
+
+    with Grader(isolate=True) as grader:
+        return grader.grade(path, student=student)
+
+
+def part_rows(result: Any) -> list[PartRow]:
+    """The result per autograded part, in the notebook's order, then each part graded by hand
+    (its points are the platform's to give). A result that is not ``graded`` scores 0 in every
+    row; its feedback stays, for the student and the instructor to read."""
+    from .checks import BONUS_PARTS, PART_NAMES
+
+    graded = result.status == "graded"
+    rows = []
+    for key, part in result.parts.items():
+        bonus = key in BONUS_PARTS
+        name = f"{key} ({PART_NAMES.get(key, key)})" + (" - bonus" if bonus else "")
+        rows.append(
+            PartRow(key, name, part.score if graded else 0.0, part.max, part.feedback, bonus)
+        )
+    for key, points in result.manual.items():
+        rows.append(
+            PartRow(
+                key,
+                f"{key} - graded by hand",
+                0.0,
+                float(points),
+                f"{points:g} points, graded by hand by the course staff (not by the autograder)",
+                manual=True,
+            )
+        )
+    return rows
+
+
+def summary(result: Any) -> str:
+    """The first lines of a platform's output: status, isolation, total and notes."""
+    bonus = sum(row.max_score for row in part_rows(result) if row.bonus)
+    lines = [
+        f"status: {result.status}",
+        f"isolation: {result.isolation}",
+        f"autograded: {result.total:g} points (full marks {result.autograded_max:g}"
+        + (f"; the bonus adds up to {bonus:g})" if bonus else ")"),
+    ]
+    notes = [*result.notes, *result.unfinished_notes()]
+    if notes:
+        lines.append("notes:")
+        lines += [f"- {note}" for note in notes[:30]]
+    return "\n".join(lines)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` through a new file renamed over it (never through a link a
+    notebook could have left)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=".results-", dir=path.parent)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        json.dump(data, out, indent=2)
+        out.write("\n")
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, path)

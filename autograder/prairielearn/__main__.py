@@ -1,0 +1,7 @@
+"""``python -m autograder.prairielearn``: grade one submission as the external grader."""
+
+import sys
+
+from .run_grader import main
+
+sys.exit(main())

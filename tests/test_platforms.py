@@ -1,0 +1,470 @@
+"""Gradescope, PrairieLearn and container mode, run as the platforms run them.
+
+The fast tests read the bundles and the results files the front ends write. The slow ones (root
+only, as on CI) build what an instructor uploads, run Gradescope's ``setup.sh`` in a fresh venv
+(made from a Python every user can reach, as a platform's image has), and run each platform's
+entry point on a folder laid out like the platform's, with a ``bwrap`` first on ``PATH`` that
+fails the way it fails under Docker's seccomp profile: the grader must fall back to container
+mode (:mod:`autograder.container_isolation`) and grade exactly as ``grade`` does with
+bubblewrap. The hostile corpus (``tests/submissions/hostile.py``) is graded in container mode
+too, from the platform's closed copy of the course.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import cli, container_isolation, landlock, sandbox
+from autograder.gradescope.bundle import build_zip
+from autograder.gradescope.run_autograder import gradescope_results
+from autograder.platform_run import find_notebook, grading_requirements
+from autograder.prairielearn.bundle import ENTRYPOINT, write_bundle
+from autograder.prairielearn.run_grader import prairielearn_results
+from autograder.results import GradeResult, PartScore
+from tests.submissions.course import course_submission
+from tests.submissions.hostile import ATTACKS, hostile_submission
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASE = ROOT / "notebooks" / "a2c.ipynb"
+FULL = {"model": 1, "policy": 2, "compute_value_targets": 3, "merge_time_batch": 2, "a2c": 4}
+BONUS = {"gae": 2}
+DOCKER_BWRAP = (
+    "#!/bin/sh\necho 'bwrap: Creating new namespace failed: Operation not permitted' >&2\nexit 1\n"
+)
+TOKEN = f"a2c-platform-{uuid.uuid4().hex[:12]}"
+needs_root = pytest.mark.skipif(
+    os.getuid() != 0, reason="container mode runs the notebook as another user: root only (CI)"
+)
+
+
+# ---------------------------------------------------------------------------- fast: the files
+def _result(status: str = "graded") -> GradeResult:
+    result = GradeResult("s", status=status, isolation="container")
+    for key, points in {**FULL, **BONUS}.items():
+        result.parts[key] = PartScore(points / 2, points, f"Part '{key}': feedback")
+    result.manual = {"discussion": 3.0}
+    return result
+
+
+def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path):
+    names = build_zip(tmp_path / "autograder.zip")
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as archive:
+        modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
+        requirements = archive.read("requirements.txt").decode()
+        setup = archive.read("setup.sh").decode()
+    assert names[:2] == ["setup.sh", "run_autograder"]
+    for script in ("setup.sh", "run_autograder"):
+        assert modes[script] & 0o111 and stat.S_ISREG(modes[script]), script
+    assert {"solutions/reference.py", "solutions/a2c.ipynb", "autograder/checks/model.py"} <= set(
+        names
+    )
+    assert "course_lib/nature_dqn.py" in names and not any("__pycache__" in n for n in names)
+    assert "torch==" in requirements and "nbgrader==" in requirements
+    assert "pytest" not in requirements and "stable-baselines3" not in requirements
+    assert requirements == grading_requirements()
+    assert "python3 -m pip install" in setup and "bubblewrap" in setup
+    with pytest.raises(ValueError, match=r"\.zip"):
+        build_zip(tmp_path / "autograder.tar")
+    assert cli.main(["gradescope", "--out", str(tmp_path / "cli.zip")]) == 0
+    assert zipfile.ZipFile(tmp_path / "cli.zip").namelist() == names
+
+
+def test_the_prairielearn_bundle_holds_question_grader_and_image(tmp_path):
+    out = tmp_path / "a2c_grader"
+    names = write_bundle(out, "me/a2c-grader:1")
+    info = json.loads((out / "question" / "info.json").read_text())
+    assert info["gradingMethod"] == "External" and info["singleVariant"] is True
+    options = info["externalGradingOptions"]
+    assert options["enabled"] and options["image"] == "me/a2c-grader:1"
+    assert options["entrypoint"] == ENTRYPOINT == "/grade/serverFilesCourse/a2c_grader/run_grader"
+    assert options["serverFilesCourse"] == ["a2c_grader/"] and options["enableNetworking"] is False
+    assert 'file-names="a2c.ipynb"' in (out / "question" / "question.html").read_text()
+    dockerfile = (out / "image" / "Dockerfile").read_text()
+    assert "bubblewrap" in dockerfile and "COPY requirements.txt" in dockerfile
+    assert "solutions" not in dockerfile  # the image is public: no course file in it
+    assert os.stat(out / "run_grader").st_mode & 0o111
+    assert "kit/solutions/reference.py" in names and "kit/autograder/checks/a2c.py" in names
+    with pytest.raises(ValueError, match="new or empty folder"):
+        write_bundle(out, "x")
+    assert cli.main(["prairielearn", "--out", str(tmp_path / "cli")]) == 0
+    assert (tmp_path / "cli" / "run_grader").is_file()
+
+
+def test_results_files_follow_each_platforms_schema():
+    """One test per part with the feedback, the bonus its own test, part 8 worth 0 (graded by
+    hand), the mode in the output; a result that is not a grade scores 0 on both."""
+    graded = gradescope_results(_result(), 12.4)
+    assert graded["score"] == 7.0 and graded["execution_time"] == 12
+    assert "isolation: container" in graded["output"] and graded["stdout_visibility"] == "hidden"
+    tests = {test["name"].split()[0]: test for test in graded["tests"]}
+    assert set(tests) == {*FULL, *BONUS, "discussion"}
+    assert tests["a2c"]["score"] == 2.0 and tests["a2c"]["max_score"] == 4
+    assert tests["a2c"]["output"] == "Part 'a2c': feedback" and tests["a2c"]["visibility"]
+    assert "bonus" in tests["gae"]["name"]
+    assert tests["discussion"]["max_score"] == 0.0 and "by hand" in tests["discussion"]["output"]
+    assert gradescope_results(_result("tampered: x"), 1)["score"] == 0.0
+    assert all(t["score"] == 0 for t in gradescope_results(_result("error: y"), 1)["tests"])
+
+    pl = prairielearn_results(_result())
+    assert pl["gradable"] is True and pl["score"] == pytest.approx(7 / 12)
+    pl_tests = {test["name"].split()[0]: test for test in pl["tests"]}
+    assert pl_tests["a2c"]["points"] == 2.0 and pl_tests["a2c"]["max_points"] == 4
+    assert pl_tests["discussion"]["max_points"] == 0.0
+    full = _result()
+    full.parts = {key: PartScore(p, p, "") for key, p in {**FULL, **BONUS}.items()}
+    assert prairielearn_results(full)["score"] == 1.0  # bonus included, at most 1
+    assert prairielearn_results(_result("timeout: z"))["score"] == 0.0
+
+
+def test_find_notebook_picks_the_submission(tmp_path):
+    (tmp_path / "sub").mkdir()
+    assert find_notebook(tmp_path)[0] is None and "no notebook" in find_notebook(tmp_path)[1]
+    (tmp_path / "sub" / "mine.ipynb").write_text("{}")
+    assert find_notebook(tmp_path)[0] == tmp_path / "sub" / "mine.ipynb"
+    (tmp_path / "other.ipynb").write_text("{}")
+    assert find_notebook(tmp_path)[0] is None and "several" in find_notebook(tmp_path)[1]
+    (tmp_path / "a2c.ipynb").write_text("{}")
+    assert find_notebook(tmp_path)[0] == tmp_path / "a2c.ipynb"
+
+
+def test_no_isolation_possible_is_refused_with_the_ways_out(tmp_path, monkeypatch, capsys):
+    """Not root and no bubblewrap (a JupyterHub pod): exit 2, naming every way out."""
+    monkeypatch.setattr(sandbox, "bwrap_works", lambda: False)
+    monkeypatch.setattr(container_isolation, "container_works", lambda: False)
+    nbformat.write(course_submission(), tmp_path / "zoe.ipynb")
+    assert cli.main(["grade", str(tmp_path / "zoe.ipynb")]) == 2
+    error = capsys.readouterr().err
+    for way in ("apt-get install -y bubblewrap", "docs/cluster.md", "--no-sandbox", "root"):
+        assert way in error, error
+    monkeypatch.setenv("A2C_ISOLATION", "sometimes")
+    assert cli.main(["grade", str(tmp_path / "zoe.ipynb")]) == 2
+    assert "A2C_ISOLATION must be auto, bubblewrap or container" in capsys.readouterr().err
+
+
+@needs_root
+def test_container_mode_needs_root():
+    """An unprivileged process cannot run a notebook as another user: container mode says no."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.setresgid(65534, 65534, 65534)
+        os.setresuid(65534, 65534, 65534)
+        os._exit(0 if container_isolation.container_works.__wrapped__() is False else 1)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert container_isolation.container_works()
+
+
+@needs_root
+def test_container_mode_refuses_a_readable_copy_of_the_grader(tmp_path):
+    """From a checkout any user could read (this one, or the environment under a private
+    home), container mode refuses instead of showing the reference."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "bwrap").write_text(DOCKER_BWRAP)
+    (bin_dir / "bwrap").chmod(0o755)
+    nbformat.write(course_submission(), tmp_path / "zoe.ipynb")
+    refused = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", "zoe.ipynb"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+    )
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert "container mode" in refused.stderr, refused.stderr[-2000:]
+    try:
+        container_isolation.check_environment.__wrapped__()
+    except sandbox.SandboxUnavailable:  # the environment is what is refused first here
+        assert "cannot reach the Python" in refused.stderr, refused.stderr[-2000:]
+    else:
+        assert "close them first" in refused.stderr, refused.stderr[-2000:]
+
+
+# ---------------------------------------------------------------------------- slow: as platforms
+def _shared_python() -> str:
+    """A Python of this version that every user can run (a platform image's system Python)."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (
+        Path(sys.base_prefix) / "bin" / f"python{version}",
+        Path("/usr/bin") / f"python{version}",
+        Path("/usr/local/bin") / f"python{version}",
+    ):
+        real = candidate.resolve()
+        if real.is_file() and container_isolation._others_can(real, stat.S_IXOTH):
+            return str(candidate)
+    pytest.fail(
+        f"no Python {version} that every user can run (the platforms' images have one): "
+        "install python3 and python3-venv from the system's packages"
+    )
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(path): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and not path.is_symlink()
+    }
+
+
+@pytest.fixture(scope="module")
+def platforms():
+    """Gradescope's folder (setup.sh run in a fresh venv), PrairieLearn's, the failing bwrap,
+    and a private TMPDIR for every grading."""
+    base = Path(tempfile.mkdtemp(prefix="a2c-platforms-", dir="/var/tmp"))
+    base.chmod(0o755)  # the venv inside must be reachable by the notebook's user
+    try:
+        fake = base / "fakebin"
+        fake.mkdir()
+        (fake / "bwrap").write_text(DOCKER_BWRAP)
+        (fake / "bwrap").chmod(0o755)
+        subprocess.run([_shared_python(), "-m", "venv", str(base / "venv")], check=True)
+        gradescope = base / "gradescope"
+        (gradescope / "source").mkdir(parents=True)
+        built = subprocess.run(
+            [sys.executable, "-m", "autograder", "gradescope", "--out", str(base / "ag.zip")],
+            capture_output=True, text=True, check=True, cwd=base,
+        )  # fmt: skip
+        assert "upload it" in built.stdout
+        zipfile.ZipFile(base / "ag.zip").extractall(gradescope / "source")
+        for script in ("setup.sh", "run_autograder"):
+            (gradescope / "source" / script).chmod(0o755)
+        shutil.copy(gradescope / "source" / "run_autograder", gradescope / "run_autograder")
+        private = base / "private-tmp"  # TMPDIR only root can enter (a Slurm job's, pytest's)
+        private.mkdir(mode=0o700)
+        env = {
+            "PATH": f"{fake}:{base / 'venv' / 'bin'}:/usr/bin:/bin",
+            "HOME": str(base),
+            "TMPDIR": str(private),
+            "A2C_GRADER_TIME_SCALE": "3",  # a loaded machine: no flaky timeouts
+        }
+        setup = subprocess.run(
+            [str(gradescope / "source" / "setup.sh")],
+            cwd=gradescope / "source",
+            capture_output=True,
+            text=True,
+            timeout=1500,
+            env={**env, "A2C_SETUP_APT": "0", "A2C_TORCH_INDEX": "",
+                 **{k: v for k, v in os.environ.items() if k.startswith("PIP_")}},
+        )  # fmt: skip
+        assert setup.returncode == 0 and "setup.sh: ready" in setup.stdout, setup.stderr[-3000:]
+        prairielearn = base / "prairielearn"
+        bundle = prairielearn / "serverFilesCourse" / "a2c_grader"
+        subprocess.run(
+            [sys.executable, "-m", "autograder", "prairielearn", "--out", str(bundle)],
+            check=True, capture_output=True, cwd=base,
+        )  # fmt: skip
+        writable = base / "writable"  # where an attack could leave a marker, if it lived on
+        writable.mkdir()
+        writable.chmod(0o777)
+        yield {"base": base, "env": env, "gradescope": gradescope, "prairielearn": prairielearn,
+               "writable": writable}  # fmt: skip
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _gradescope(platforms, nb) -> tuple[dict, subprocess.CompletedProcess[str]]:
+    root = platforms["gradescope"]
+    shutil.rmtree(root / "submission", ignore_errors=True)
+    (root / "submission").mkdir()
+    nbformat.write(nb, root / "submission" / "a2c.ipynb")
+    done = subprocess.run(
+        [str(root / "run_autograder")],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**platforms["env"], "AUTOGRADER_ROOT": str(root)},
+    )
+    return json.loads((root / "results" / "results.json").read_text()), done
+
+
+def _prairielearn(platforms, nb) -> tuple[dict, subprocess.CompletedProcess[str]]:
+    root = platforms["prairielearn"]
+    for folder in ("student", "data", "results"):
+        shutil.rmtree(root / folder, ignore_errors=True)
+    (root / "student").mkdir()
+    (root / "data").mkdir()
+    (root / "data" / "data.json").write_text(json.dumps({"params": {}, "submitted_answers": {}}))
+    if nb is not None:
+        nbformat.write(nb, root / "student" / "a2c.ipynb")
+    done = subprocess.run(
+        [str(root / "serverFilesCourse" / "a2c_grader" / "run_grader")],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**platforms["env"], "PL_GRADE_ROOT": str(root)},
+    )
+    return json.loads((root / "results" / "results.json").read_text()), done
+
+
+def _scores(tests: list[dict], field: str = "score") -> dict[str, float]:
+    return {t["name"].split()[0]: t[field] for t in tests if "by hand" not in t["name"]}
+
+
+@pytest.fixture(scope="module")
+def reference_with_bubblewrap(tmp_path_factory):
+    """``grade --json`` of the reference, in the bubblewrap sandbox: the scores to match."""
+    assert sandbox.bwrap_works(), "bubblewrap is missing or cannot create namespaces"
+    folder = tmp_path_factory.mktemp("bwrap")
+    nbformat.write(course_submission(), folder / "ref.ipynb")
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", "ref.ipynb", "--json", "--student", "ref"],
+        cwd=folder, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "A2C_GRADER_TIME_SCALE": "3"},
+    )  # fmt: skip
+    result = json.loads(done.stdout)
+    assert result["status"] == "graded" and result["isolation"] == "bubblewrap", result
+    return {key: part["score"] for key, part in result["parts"].items()}
+
+
+@needs_root
+@pytest.mark.rom
+@pytest.mark.slow
+@pytest.mark.timeout(3000)
+def test_gradescope_grades_as_grade_does_in_container_mode(platforms, reference_with_bubblewrap):
+    """Reference: bubblewrap's scores; release: 0; a notebook that writes results.json (now and
+    from a process left behind) earns nothing and the file stays the grader's."""
+    results, done = _gradescope(platforms, course_submission())
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _scores(results["tests"]) == reference_with_bubblewrap == {**FULL, **BONUS}
+    assert results["score"] == 14 and "isolation: container" in results["output"]
+    assert "bubblewrap cannot start here" in results["output"]
+    part8 = [t for t in results["tests"] if "by hand" in t["name"]]
+    assert len(part8) == 1 and part8[0]["max_score"] == 0
+    source = platforms["gradescope"] / "source"
+    assert not os.stat(source).st_mode & 0o007  # closed to the notebook's user
+    assert not os.stat(platforms["gradescope"] / "results").st_mode & 0o007
+
+    results, done = _gradescope(platforms, nbformat.read(RELEASE, as_version=4))
+    assert results["score"] == 0 and "status: graded" in results["output"], results["output"]
+    assert set(_scores(results["tests"]).values()) == {0.0}
+
+    results_dir = platforms["gradescope"] / "results"
+    attack = hostile_submission("write_results", marker=str(results_dir))
+    results, done = _gradescope(platforms, attack)
+    assert results["score"] == 0 and "FORGED" not in json.dumps(results), results
+    assert set(_scores(results["tests"]).values()) == {0.0}
+    time.sleep(6)  # the process it left would have written again by now
+    assert json.loads((results_dir / "results.json").read_text()) == results
+    assert [p.name for p in results_dir.iterdir()] == ["results.json"]
+
+
+@needs_root
+@pytest.mark.rom
+@pytest.mark.slow
+@pytest.mark.timeout(3000)
+def test_prairielearn_grades_as_grade_does_in_container_mode(platforms, reference_with_bubblewrap):
+    """Reference: bubblewrap's scores, score 1; no notebook: not gradable; a notebook that
+    writes results.json earns nothing and cannot change the file."""
+    results, done = _prairielearn(platforms, course_submission())
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert results["gradable"] is True and results["score"] == 1.0, results
+    assert _scores(results["tests"], "points") == reference_with_bubblewrap
+    assert "isolation: container" in results["output"]
+
+    results, done = _prairielearn(platforms, None)
+    assert results["gradable"] is False and "no notebook" in results["message"]
+
+    results_dir = platforms["prairielearn"] / "results"
+    results, done = _prairielearn(
+        platforms, hostile_submission("write_results", marker=str(results_dir))
+    )
+    assert results["score"] == 0 and "FORGED" not in json.dumps(results), results
+    time.sleep(6)
+    assert json.loads((results_dir / "results.json").read_text()) == results
+
+
+@needs_root
+@pytest.mark.rom
+@pytest.mark.slow
+@pytest.mark.timeout(3000)
+def test_hostile_corpus_gains_nothing_in_container_mode(platforms, reference_with_bubblewrap):
+    """Every attack of the corpus, graded by grade-all from Gradescope's closed copy with the
+    failing bwrap, earns nothing; an honest notebook in the same class gets bubblewrap's scores;
+    nothing outlives its grading and the environment is unchanged."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    hits: list[int] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+                hits.append(1)
+                conn.close()
+            except OSError:
+                continue
+
+    threading.Thread(target=serve, daemon=True).start()
+    base, writable = platforms["base"], platforms["writable"]
+    inbox = base / "inbox"
+    shutil.rmtree(inbox, ignore_errors=True)
+    inbox.mkdir()
+    marker = writable / "outlived.txt"
+    for attack in ATTACKS:
+        nb = hostile_submission(
+            attack, token=TOKEN, port=str(server.getsockname()[1]), marker=str(marker)
+        )
+        nbformat.write(nb, inbox / f"h_{attack}.ipynb")
+    nbformat.write(course_submission(), inbox / "alice.ipynb")
+    venv = base / "venv"
+    before = _snapshot(venv)
+    source = platforms["gradescope"] / "source"
+    try:
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-I", "-c",
+             "import sys; sys.path.insert(0, sys.argv[1]); from autograder.cli import main; "
+             "sys.exit(main(sys.argv[2:]))",
+             str(source), "grade-all", "inbox", "--out", "out", "--jobs", "2", "--no-feedback"],
+            cwd=base, capture_output=True, text=True, timeout=2400, env=platforms["env"],
+        )  # fmt: skip
+    finally:
+        stop.set()
+        server.close()
+    assert (base / "out" / "grades.csv").is_file(), done.stderr[-3000:]
+    rows = {row["student"]: row for row in csv.DictReader((base / "out" / "grades.csv").open())}
+    alice = rows["alice"]
+    assert alice["status"] == "graded" and "container isolation" in alice["notes"], alice
+    assert {key: float(alice[key]) for key in reference_with_bubblewrap} == (
+        reference_with_bubblewrap
+    )
+    for attack in ATTACKS:
+        row = rows[f"h_{attack}"]
+        if row["status"] == "graded":
+            assert all(float(row[key]) == 0.0 for key in {*FULL, *BONUS}), row
+        else:
+            assert row["status"].startswith("tampered") and row["total"] == "", row
+        assert "container isolation" in row["notes"] and row["sandboxed"] == "yes", row
+    time.sleep(8)  # "outlive" writes its marker 6 s after its start, if it still lives
+    assert not marker.exists()
+    survivors = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if TOKEN.encode() in (proc / "cmdline").read_bytes():
+                survivors.append(proc.name)
+        except OSError:
+            continue
+    assert survivors == []
+    assert _snapshot(venv) == before, "a notebook changed the grading environment"
+    if landlock.abi_version() >= 4:  # without Landlock, the job has the container's network
+        assert hits == []

@@ -75,7 +75,15 @@ from .judging import TAMPERED, judge_part, make_plan, new_seed, prepare_referenc
 from .repair import graded_part, repair_submission
 from .results import GradeResult, PartScore, check_gradebook
 from .runtime import record as records
-from .sandbox import DEFAULT_LIMITS, SCRATCH, SandboxLimits, require_sandbox, run_in_sandbox
+from .sandbox import (
+    DEFAULT_LIMITS,
+    PYTHON,
+    SCRATCH,
+    SandboxLimits,
+    require_sandbox,
+    run_in_sandbox,
+)
+from .sandbox_layout import PYTHON_BIN
 from .submission_file import UnreadableNotebook, parse_notebook, read_bytes
 from .submitted_markdown import safe_markdown
 from .submitted_outputs import keep_submitted_outputs
@@ -312,7 +320,7 @@ class Grader:
             "wall_factor": WALL_CLOCK_FACTOR,
         }
         env = {
-            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+            "PATH": os.pathsep.join([PYTHON_BIN, "/usr/bin", "/bin"]),
             "HOME": f"{SCRATCH}/home",
             "TMPDIR": "/tmp",
             "LANG": "C.UTF-8",
@@ -324,7 +332,7 @@ class Grader:
             **{name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")},
         }
         argv = [
-            sys.executable,
+            PYTHON,
             f"{_GRADER_DIR}/bin/runner.py",
             f"{_GRADER_DIR}/bin/executor.py",
         ]

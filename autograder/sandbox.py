@@ -54,8 +54,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .sandbox_layout import (
+    ENVIRONMENT,
+    KIT_RECORDS,
+    PYTHON,
+    PYTHON_BIN,
+    Layout,
+    layout,
+    neutral_bytecode,
+)
+
 __all__ = [
     "DEFAULT_LIMITS",
+    "PYTHON",
     "SCRATCH",
     "SandboxLimits",
     "SandboxResult",
@@ -76,6 +87,11 @@ UID_COUNT = 100_000  #: user ids FIRST_UID ... FIRST_UID + UID_COUNT - 1
 #: Where a grader running as root keeps its staging folders and the locks of the user ids in use
 #: (``<first of these that is root's>/a2c-grading``): never TMPDIR, which may be private.
 ROOT_FOLDERS = ("/run", "/var/tmp", "/tmp")
+#: Where a grader running as root keeps the neutral copies of compiled files (on disk: large).
+CACHE_FOLDERS = ("/var/cache", "/var/tmp")
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")  #: bound from the host (root)
+DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+                "stderr": "/proc/self/fd/2"}  # fmt: skip
 LAUNCHER = Path(__file__).resolve().with_name("sandbox_launch.py")
 _uids = itertools.count()
 
@@ -138,19 +154,21 @@ def bwrap_works() -> bool:
 
 
 # ------------------------------------------------------------------------ root: folders and users
-def _root_folder() -> Path:
-    """Root's own ``a2c-grading`` folder (mode 0711: the sandbox's users can pass through it,
-    not list it), with ``uids/`` (0700) for the user id locks; refuses a folder that is not
-    root's or that others can write."""
-    for base in map(Path, ROOT_FOLDERS):
+def _root_folder(
+    bases: Sequence[str] = ROOT_FOLDERS, name: str = "a2c-grading", locks: bool = True
+) -> Path:
+    """Root's own ``name`` folder in the first of ``bases`` that is root's (mode 0711: the
+    sandbox's users can pass through it, not list it), with ``uids/`` (0700) for the user id
+    locks (``locks``); refuses a folder that is not root's or that others can write."""
+    for base in map(Path, bases):
         try:
             info = base.stat()
         except OSError:
             continue
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0:
             continue
-        folder = base / "a2c-grading"
-        for path, mode in ((folder, 0o711), (folder / "uids", 0o700)):
+        folder = base / name
+        for path, mode in ((folder, 0o711), (folder / "uids", 0o700))[: 2 if locks else 1]:
             try:
                 path.mkdir(mode=mode)
             except FileExistsError:
@@ -163,7 +181,7 @@ def _root_folder() -> Path:
                 )
             path.chmod(mode)
         return folder
-    raise SandboxUnavailable(f"none of {', '.join(ROOT_FOLDERS)} is a folder of root's")
+    raise SandboxUnavailable(f"none of {', '.join(bases)} is a folder of root's")
 
 
 class _UidLease:
@@ -345,49 +363,113 @@ def _hidden(shown: Sequence[Path]) -> list[Path]:
                     found.add((Path(entry) / name).resolve())
             # Install records name the checkout's folders: the editable finder (and its
             # compiled copy), the .pth that loads it, direct_url.json and RECORD.
-            for pattern in (
-                "__editable__*a2c_course_kit*",
-                "__pycache__/__editable__*a2c_course_kit*",
-                "a2c_course_kit-*.dist-info",
-                "a2c_course_kit*.egg-info",
-                "a2c_course_kit*.egg-link",
-            ):
+            for pattern in KIT_RECORDS:
                 for record in Path(entry).glob(pattern):
                     found.add(record.resolve())
     return sorted(path for path in found if _within(path, shown))
 
 
+def _data_fd(data: bytes, keep: list[int]) -> str:
+    """A pipe's read end (added to ``keep``) that yields ``data``, for bubblewrap's ``--file``."""
+    read, write = os.pipe()
+    keep.append(read)
+    threading.Thread(target=_write_all, args=(write, data), daemon=True).start()
+    return str(read)
+
+
 def _sandbox_args(
-    binds: Sequence[tuple[str, str]],
-    hidden: Sequence[Path],
+    view: Layout,
+    readonly: Mapping[str, str],
     env: Mapping[str, str],
     limits: SandboxLimits,
+    keep: list[int],
+    root: str | None = None,
 ) -> list[str]:
-    """bubblewrap's options (read from a pipe, so that no host path is on its command line);
-    ``binds`` are ``(source outside, path inside)``, read-only."""
+    """bubblewrap's options (read from a pipe, so that no host path is on its command line).
+
+    With ``root`` (a grader started as root) the launcher has built the whole tree in that
+    folder (:func:`_root_tree`): bubblewrap binds it at ``/`` and adds the system folders,
+    ``/proc`` and the devices. Otherwise bubblewrap binds the Python folders of ``view`` and
+    ``readonly`` (``{inside: outside}``) itself; the mount table then names their host folders
+    and the sandbox's host user id.
+    """
     args = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    if root is not None:
+        args += ["--bind", root, "/"]
     for folder in SYSTEM_DIRS:
         if Path(folder).is_symlink():
-            args += ["--symlink", os.readlink(folder), folder]
+            if root is None:
+                args += ["--symlink", os.readlink(folder), folder]
         elif Path(folder).exists():
             args += ["--ro-bind", folder, folder]
-    # The private /tmp first: an environment that lives under /tmp (a CI clone, say) is then
-    # bound on top of it instead of being hidden by it.
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
-    for source, inside in binds:
-        args += ["--ro-bind", source, inside]
-    for path in hidden:
-        if path.is_dir():
-            args += ["--tmpfs", str(path)]
-        else:
-            args += ["--ro-bind", "/dev/null", str(path)]
-    args += ["--size", str(limits.scratch_bytes), "--tmpfs", SCRATCH]
-    args += ["--dir", f"{SCRATCH}/home", "--chdir", SCRATCH]
+    args += ["--proc", "/proc"]
+    if root is not None:
+        for device in DEVICES:
+            args += ["--dev-bind", f"/dev/{device}", f"/dev/{device}"]
+    else:
+        args += ["--dev", "/dev"]
+        # The private /tmp first: an environment under /tmp is bound on top of it.
+        args += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+        for folder in view.folders:
+            args += ["--ro-bind", str(folder.outside), folder.inside]
+        for inside, outside in readonly.items():
+            args += ["--ro-bind", outside, inside]
+        for path in _hidden([folder.outside for folder in view.folders]):
+            inside = view.inside(path)
+            if inside is None:
+                continue
+            if path.is_dir():
+                args += ["--tmpfs", inside]
+            else:
+                args += ["--ro-bind", "/dev/null", inside]
+        args += ["--dir", PYTHON_BIN, "--symlink", view.python_link, PYTHON]
+        args += ["--file", _data_fd(view.pyvenv.encode(), keep), f"{ENVIRONMENT}/pyvenv.cfg"]
+        args += ["--size", str(limits.scratch_bytes), "--tmpfs", SCRATCH]
+        args += ["--dir", f"{SCRATCH}/home"]
+    args += ["--chdir", SCRATCH]
     args += ["--uid", "65534", "--gid", "65534", "--hostname", "grading"]
     for name, value in env.items():
         args += ["--setenv", name, value]
     return args
+
+
+def _root_tree(
+    view: Layout, readonly: Mapping[str, str], limits: SandboxLimits, uid: int
+) -> dict[str, Any]:
+    """For the launcher: the sandbox's whole tree, built as root in a private mount namespace
+    (see :mod:`autograder.sandbox_launch`). Every file system in it is made by root: the mount
+    table names no host folder and no host user id. Package folders are shown through overlayfs
+    with their compiled files rewritten (:func:`~autograder.sandbox_layout.neutral_bytecode`)."""
+    cache = _root_folder(CACHE_FOLDERS, "a2c-grading-python", locks=False)
+    mounts: list[dict[str, Any]] = [
+        {"kind": "tmpfs", "inside": "/tmp", "size": limits.tmp_bytes, "mode": "1777"},
+        {"kind": "tmpfs", "inside": "/dev/shm", "size": limits.tmp_bytes, "mode": "1777"},
+    ]
+    for folder in view.folders:
+        top = str(neutral_bytecode(folder, cache))
+        mounts.append(
+            {"kind": "overlay", "inside": folder.inside, "source": str(folder.outside), "top": top}
+        )
+    for path in _hidden([folder.outside for folder in view.folders]):
+        inside = view.inside(path)
+        if inside is not None:
+            mounts.append({"kind": "hide", "inside": inside, "dir": path.is_dir()})
+    for inside, outside in readonly.items():
+        mounts.append({"kind": "copy", "inside": inside, "source": outside})
+    mounts.append(
+        {"kind": "tmpfs", "inside": SCRATCH, "size": limits.scratch_bytes, "mode": "0755",
+         "owner": uid, "dirs": ["home"]}
+    )  # fmt: skip
+    links = {folder: os.readlink(folder) for folder in SYSTEM_DIRS if Path(folder).is_symlink()}
+    links[PYTHON] = view.python_link
+    links.update({f"/dev/{name}": target for name, target in DEVICE_LINKS.items()})
+    return {
+        "dirs": [f for f in SYSTEM_DIRS if f not in links and Path(f).exists()] + ["/proc"],
+        "files": {f"/dev/{device}": "" for device in DEVICES}
+        | {f"{ENVIRONMENT}/pyvenv.cfg": view.pyvenv},
+        "links": links,
+        "mounts": mounts,
+    }
 
 
 # ------------------------------------------------------------------------ reading the pipes
@@ -474,33 +556,38 @@ def run_in_sandbox(
     cgroup = _Cgroup(run_name, limits)  # unsandboxed as root too: nothing it starts outlives it
     try:
         if isolate:
-            shown = _python_dirs()
-            binds = [(str(path), str(path)) for path in shown]
-            binds += [
-                (str(Path(outside).resolve()), inside) for inside, outside in readonly.items()
-            ]
+            view = layout(SYSTEM_DIRS)
+            env = {**view.env, **env}
+            if "PYTHONPATH" in view.env and "PYTHONPATH" in env:
+                env["PYTHONPATH"] += os.pathsep + view.env["PYTHONPATH"]
+            shown = {inside: str(Path(outside).resolve()) for inside, outside in readonly.items()}
+            root = None
             if os.getuid() == 0:
-                # bubblewrap runs as an unprivileged user of its own: what it must show is
-                # bound (the grader's view copied) into a private mount namespace first, at
-                # paths that user can reach (see autograder/sandbox_launch.py).
+                # bubblewrap runs as an unprivileged user of its own: the launcher (root, in a
+                # private mount namespace) builds the sandbox's tree in the staging folder first
+                # (see autograder/sandbox_launch.py), where that user can reach it.
                 folder = _root_folder()
                 lease = _UidLease(folder)
                 staging = Path(tempfile.mkdtemp(prefix="stage-", dir=folder))
                 staging.chmod(0o755)
-                launch = {"binds": [], "copies": [], "uid": lease.uid}
-                grader_view = set(readonly)
-                for index, (source, inside) in enumerate(binds):
-                    (staging / str(index)).mkdir(mode=0o755)
-                    kind = "copies" if inside in grader_view else "binds"
-                    launch[kind].append([source, str(staging / str(index))])
-                    binds[index] = (str(staging / str(index)), inside)
-            args = _sandbox_args(binds, _hidden(shown), env, limits)
+                root = str(staging / "root")
+                launch = {"root": root, "uid": lease.uid, "binds": [], "copies": []}
+                launch.update(_root_tree(view, shown, limits, lease.uid))
+            args = _sandbox_args(view, shown, env, limits, keep, root)
             args_read, args_write = os.pipe()
             keep.append(args_read)
+            # bubblewrap is the sandbox's process 1: its command line and environment name
+            # nothing of the host (its options come from a pipe)
             bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
-            command = bwrap if launch is None else _launcher(launch, bwrap, keep)
+            executable = shutil.which("bwrap") or "bwrap"
+            if launch is None:
+                command = bwrap
+            else:
+                launch["executable"] = executable
+                command = _launcher(launch, bwrap, keep)
+                executable = sys.executable
             cwd = "/"
-            environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+            environment = {"PATH": "/usr/bin:/bin"}
             threading.Thread(
                 target=_write_all,
                 args=(args_write, b"\0".join(a.encode() for a in args) + b"\0"),
@@ -526,6 +613,8 @@ def run_in_sandbox(
                 staging = work = Path(tempfile.mkdtemp(prefix="a2c-unsandboxed-"))
                 launch = None
                 mapping = {k: str(v) for k, v in readonly.items()}
+            mapping[PYTHON] = sys.executable
+            mapping[PYTHON_BIN] = str(Path(sys.executable).parent)
             work.mkdir(mode=0o700, exist_ok=True)
             (work / "home").mkdir()
             if lease is not None:
@@ -541,11 +630,13 @@ def run_in_sandbox(
             command = [real(arg) for arg in argv]
             environment = {name: real(value) for name, value in env.items()}
             cwd = str(work)
+            executable = None
             if launch is not None:
                 command = _launcher(launch, command, keep)
         start = time.monotonic()
         process = subprocess.Popen(
             command,
+            executable=executable,
             cwd=cwd,
             env=environment,
             stdin=stdin_read,

@@ -29,7 +29,7 @@ import os
 import shutil
 import sys
 
-CLONE_NEWNS = 0x00020000
+CLONE_NEWNS, CLONE_NEWUSER, PR_SET_DUMPABLE = 0x00020000, 0x10000000, 4
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
     1, 2, 4, 32, 4096, 16384, 1 << 18,
 )  # fmt: skip
@@ -67,11 +67,72 @@ def _copy(source, target):
     _mount(None, target, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
+def _at(root, inside):
+    return os.path.join(root, inside.lstrip("/"))
+
+
+def _mountpoint(path, folder=True):
+    if folder:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    elif not os.path.lexists(path):
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        open(path, "w").close()
+
+
+def _tree(plan):
+    """The sandbox's whole tree at ``plan["root"]`` (see the module docstring)."""
+    root = plan["root"]
+    os.makedirs(root, mode=0o755)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m")
+    for folder in plan["dirs"]:
+        _mountpoint(_at(root, folder))
+    for inside, text in plan["files"].items():
+        _mountpoint(os.path.dirname(_at(root, inside)))
+        with open(_at(root, inside), "w") as file:
+            file.write(text)
+    for inside, target in plan["links"].items():
+        _mountpoint(os.path.dirname(_at(root, inside)))
+        os.symlink(target, _at(root, inside))
+    layers = os.path.join(os.path.dirname(root), "layers")
+    for index, mount in enumerate(plan["mounts"]):
+        target = _at(root, mount["inside"])
+        kind = mount["kind"]
+        _mountpoint(target, kind != "hide" or mount["dir"])
+        if kind == "tmpfs":
+            options = f"mode={mount['mode']},size={mount['size']}"
+            _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, options)
+            for name in mount.get("dirs", []):
+                os.mkdir(os.path.join(target, name), 0o755)
+            owner = mount.get("owner")
+            if owner is not None:
+                for path in [target] + [os.path.join(target, n) for n in mount.get("dirs", [])]:
+                    os.chown(path, owner, owner)
+        elif kind == "overlay":
+            # Layers named relative to their folder: the mount table shows "lowerdir=t:l".
+            here = os.path.join(layers, str(index))
+            os.makedirs(os.path.join(here, "l"))
+            os.makedirs(os.path.join(here, "t"), mode=0o755)
+            _mount(mount["source"], os.path.join(here, "l"), None, MS_BIND)
+            _mount(mount["top"], os.path.join(here, "t"), None, MS_BIND)
+            os.chdir(here)
+            _mount("overlay", target, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, "lowerdir=t:l")
+            os.chdir("/")
+        elif kind == "hide":
+            if mount["dir"]:
+                _mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
+            else:
+                _mount("/dev/null", target, None, MS_BIND)
+        elif kind == "copy":
+            _copy(mount["source"], target)
+
+
 def main(fd):
     with os.fdopen(fd, "rb") as pipe:
         plan = json.loads(pipe.read())
     _check(_libc.unshare(CLONE_NEWNS), "unshare")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing below propagates to the host
+    if "root" in plan:
+        _tree(plan)
     for source, target in plan["binds"]:
         _mount(source, target, None, MS_BIND)
     for source, target in plan["copies"]:
@@ -85,7 +146,15 @@ def main(fd):
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
-    os.execvp(plan["argv"][0], plan["argv"])
+    if "root" in plan:
+        # A user namespace where that user is 0: bubblewrap's own namespace inside it maps the
+        # sandbox's user to 0, so /proc/self/uid_map in the sandbox names no host user id.
+        _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl")  # its /proc files are its own
+        _check(_libc.unshare(CLONE_NEWUSER), "unshare user")
+        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {uid} 1")):
+            with open(f"/proc/self/{name}", "w") as file:
+                file.write(text)
+    os.execvp(plan.get("executable", plan["argv"][0]), plan["argv"])
 
 
 if __name__ == "__main__":

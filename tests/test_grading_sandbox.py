@@ -324,6 +324,53 @@ def test_feedback_names_no_host_path_or_user(tmp_path):
     assert not re.search(r"uid=[0-9]|\b18[0-9]{5}\b|a2c-grading", text), text
 
 
+def _decoded_layout(text: str) -> dict:
+    """What ``encode_host_layout`` sent, encoded and in pieces, in the errors feedback quotes."""
+    import base64
+    import re
+    import zlib
+
+    pieces = {}
+    for index, count, piece in re.findall(r"LAYOUT (\d+)/(\d+):(.*?):END", text, re.DOTALL):
+        pieces[int(index)] = re.sub(r"\s", "", piece)  # feedback wraps long lines
+        total = int(count)
+    assert pieces and set(pieces) == set(range(total)), f"pieces missing: {text[:600]}"
+    blob = "".join(pieces[index] for index in range(total))
+    return json.loads(zlib.decompress(base64.b64decode(blob)))
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="the neutral layout is built by a grader run as root")
+def test_nothing_of_the_host_layout_reaches_the_sandbox(tmp_path):
+    """A notebook that walks everything it can read (mount table, /proc/self, sys.path, module
+    files and their compiled copies, install records, its environment) and reports it encoded,
+    past the exact-string filter, learns no host folder and no host user id: the sandbox shows
+    only neutral paths."""
+    private_tmp = tmp_path / f"private-tmp-{uuid.uuid4().hex[:8]}"
+    private_tmp.mkdir()
+    nbformat.write(hostile_submission("encode_host_layout"), tmp_path / "nosy.ipynb")
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", "nosy.ipynb", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "A2C_GRADER_TIME_SCALE": "3", "TMPDIR": str(private_tmp)},
+    )
+    report = json.loads(done.stdout)
+    assert report["sandboxed"] is True and report["total"] == 0.0, report
+    sent = _decoded_layout(report["parts"]["model"]["feedback"])
+    # The walk happened (it found this many folders), and what it sent was the news.
+    assert sent["seen"] > 50 and sent["prefix"] == "/opt/venv", sent
+    paths, numbers = set(sent["paths"]), {int(n, 16) for n in sent["ids"].split(",") if n}
+    host = {ROOT, Path(sys.prefix), private_tmp, Path("/run/a2c-grading")}
+    host = {str(path) for path in host} | {str(path.resolve()) for path in host}
+    for found in paths:  # a host folder, or a folder above one (below the top level)
+        for path in host:
+            assert not (found == path or (path.startswith(found + "/") and found.count("/") > 1)), (found, path)
+    assert not [n for n in numbers if 1_800_000 <= n < 1_900_000], sorted(numbers)
+    assert 65534 in numbers  # the sandbox's own user id, as it sees it
+
+
 def test_without_the_sandbox_every_result_says_so(tmp_path):
     """Where bubblewrap cannot start (here: --no-sandbox), is grading still right, and loud?"""
     nbformat.write(course_submission(), tmp_path / "zoe.ipynb")

@@ -20,12 +20,13 @@ from autograder.judging import make_plan
 from autograder.pipeline import read_channel
 from autograder.runtime.record import dumps
 from autograder.sandbox import SandboxLimits, bwrap_works, run_in_sandbox
+from autograder.sandbox_layout import ENVIRONMENT, PYTHON_BIN
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_bwrap = pytest.mark.skipif(
     not bwrap_works(), reason="bubblewrap is not installed (.ci/run installs it)"
 )
-ENV = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": "/submission/home"}
+ENV = {"PATH": f"{PYTHON_BIN}:/usr/bin:/bin", "HOME": "/submission/home"}
 SMALL = SandboxLimits(
     memory_bytes=256 * 1024**2,
     processes=64,
@@ -69,16 +70,16 @@ def test_the_sandbox_learns_no_host_path_and_sees_no_grader_file(tmp_path: Path)
 def test_no_install_record_names_the_checkout() -> None:
     """The kit's install records (the editable finder, its compiled copy, direct_url.json,
     RECORD) name the instructor's checkout: the sandbox finds none of them."""
-    import site
-
     script = (
-        "for d in " + " ".join(site.getsitepackages()) + "; do "
+        f"for d in {ENVIRONMENT}/lib/python*/site-packages; do "
+        'test -d "$d/torch" && echo "found $d"; '
         'ls "$d" "$d/__pycache__" 2>/dev/null | grep -i a2c_course_kit; '
         'cat "$d"/a2c_course_kit*/direct_url.json "$d"/a2c_course_kit*/RECORD 2>/dev/null; '
         'cat "$d"/__pycache__/__editable__*a2c_course_kit* 2>/dev/null; done; echo END'
     )
     ran = _sh(script)
     assert ran.returncode == 0 and "END" in ran.output, ran.output
+    assert f"found {ENVIRONMENT}/lib/" in ran.output, ran.output  # it looked where they would be
     assert str(ROOT) not in ran.output, ran.output
     assert "direct_url" not in ran.output and "file://" not in ran.output, ran.output
 

@@ -81,6 +81,7 @@ from .sandbox import (
     SCRATCH,
     SandboxLimits,
     require_sandbox,
+    require_unsandboxed_user,
     run_in_sandbox,
 )
 from .sandbox_layout import PYTHON_BIN
@@ -263,6 +264,8 @@ class Grader:
         self.timeout = check_timeout(timeout)
         if isolate:
             require_sandbox()
+        else:
+            require_unsandboxed_user()
         self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
         # Without the sandbox, a notebook could change the environment: fingerprinted now and
         # after each such grading (and the grader itself writes no bytecode from here on, so

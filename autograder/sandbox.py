@@ -3,16 +3,22 @@
 The student's notebook runs here, never in the grader's process. With bubblewrap (``bwrap``,
 Debian package ``bubblewrap``) the command sees:
 
-* read-only: the system (``/usr``, ``/bin``, ``/lib*``, ``/etc``), the Python installation and
-  the environment the grader runs in (with the instructor's own packages, ``solutions`` and
-  ``autograder``, hidden even when they are installed into it), and the folders given in
-  ``readonly``;
+* read-only: the system (``/usr``, ``/bin``, ``/lib*``, ``/etc``), Python at neutral paths
+  (:mod:`autograder.sandbox_layout`: the environment as its own virtual environment at
+  ``/opt/venv``, the installation at ``/opt/python``; the instructor's packages, ``solutions``
+  and ``autograder``, and the kit's install records hidden even when they are installed into
+  it; :data:`PYTHON` is the interpreter), and the folders given in ``readonly``;
 * read-write: a private, size-limited ``/tmp`` and working folder (:data:`SCRATCH`), both in
   memory and gone when the command ends: nothing of the sandbox is left on the host's disk;
 * no network (a new network namespace holds only loopback), no other process (its own PID
   namespace: when the command ends or is killed, every process it started dies with it), no
   host IPC, a fresh session, and no host path on its command line (bubblewrap reads its
   arguments from a pipe).
+
+Started as root, the grader has the launcher (:mod:`autograder.sandbox_launch`) build the
+sandbox's whole tree in a private mount namespace, every file system in it made by root, so
+that nothing the command can read (the mount table, ``/proc/self/uid_map``, compiled files,
+``sys.path``) names a host folder or the host user id it runs as.
 
 What goes in and out are pipes, never files: the command's standard input (the job), its
 output and errors (the log; the grader keeps the end of it) and a *channel*, a pipe whose
@@ -21,16 +27,16 @@ reads both pipes with a size cap while the command runs.
 
 Limits: a wall clock kills the whole process tree; rlimits (address space, file size, no core
 files, process count) apply to every process. Started as root, the grader never runs the
-command as root: bubblewrap runs as a fresh unprivileged user id per run (the folders it must
-show are first bound into a private mount namespace, so that a checkout under a private folder
-still works), and a cgroup (v1 or v2) caps the memory (``/tmp`` and the working folder
+command as root: bubblewrap runs as a fresh unprivileged user id per run (whose processes are
+all killed before the id is given to another run), and a cgroup (v1 or v2) caps the memory (``/tmp`` and the working folder
 included) and the number of processes of the whole run. Without root, or without a writable
 cgroup hierarchy, :attr:`SandboxResult.limits` says that only per-process limits hold.
 
 Without bubblewrap (macOS, kernels without user namespaces) :func:`run_in_sandbox` refuses
-unless ``isolate=False``; then the command runs as a plain subprocess in a temporary folder and
-the result says ``sandboxed=False``: the grader reports that loudly, because such a run can
-read and write whatever the grader's user can.
+unless ``isolate=False``; then the command runs as a plain subprocess, as an unprivileged user
+of its own, and the result says ``sandboxed=False``: the grader reports that loudly. Only a
+grader started as root can give it that user: otherwise ``isolate=False`` refuses too
+(:func:`require_unsandboxed_user`), since the command would have the grader's rights.
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ __all__ = [
     "SandboxUnavailable",
     "bwrap_works",
     "require_sandbox",
+    "require_unsandboxed_user",
     "run_in_sandbox",
 ]
 
@@ -286,6 +293,47 @@ def require_sandbox() -> None:
             "namespaces, or pass --no-sandbox to grade without isolation (the results then say "
             "`unsandboxed` and are not grades)."
         )
+
+
+def require_unsandboxed_user() -> None:
+    """Raise :class:`SandboxUnavailable` unless a notebook run without the sandbox would run as
+    a user of its own: only a grader started as root can give it one. Run with the grader's own
+    rights, a notebook could change anything that user can write (the environment, the user
+    site, ``~/.jupyter``, the course, the grader's checkout) and, through it, every later
+    grading; no check afterwards can be trusted, since that user can also rewrite the check."""
+    if os.getuid() != 0:
+        raise SandboxUnavailable(
+            "--no-sandbox runs a notebook as a plain process, and only a grader started as root "
+            "can run it as an unprivileged user of its own; as your user it could change your "
+            "Python environment, your home folder and the course, and through them every later "
+            "grading. Grade in the sandbox (install bubblewrap: sudo apt-get install -y "
+            "bubblewrap), or start the grader as root (sudo) to grade without it."
+        )
+
+
+def _kill_user(uid: int, rounds: int = 50) -> None:
+    """Kill every process of the host user ``uid`` (a sandbox user id, never root's), until
+    none is left: a run without a cgroup may have left some outside its process group, and the
+    next run given that user id must not meet them."""
+    for _ in range(rounds):
+        found = False
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/status") as status:
+                    ids = next(line for line in status if line.startswith("Uid:")).split()[1:]
+            except (OSError, StopIteration):
+                continue
+            if str(uid) in ids:
+                found = True
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                except OSError:
+                    pass
+        if not found:
+            return
+        time.sleep(0.02)
 
 
 def _limits(limits: SandboxLimits, cgroup: _Cgroup) -> None:  # runs in the child, before exec
@@ -544,6 +592,8 @@ def run_in_sandbox(
     """
     if isolate:
         require_sandbox()
+    else:
+        require_unsandboxed_user()
     channel_read, channel_write = os.pipe()
     log_read, log_write = os.pipe()
     stdin_read, stdin_write = os.pipe()
@@ -679,6 +729,7 @@ def run_in_sandbox(
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
         if lease is not None:
+            _kill_user(lease.uid)
             lease.release()
     if not isolate:
         note = "not sandboxed: no isolation"

@@ -151,7 +151,11 @@ def main(fd):
         # sandbox's user to 0, so /proc/self/uid_map in the sandbox names no host user id.
         _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl")  # its /proc files are its own
         _check(_libc.unshare(CLONE_NEWUSER), "unshare user")
-        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {uid} 1")):
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"0 {uid} 1"),
+            ("gid_map", f"0 {uid} 1"),
+        ):
             with open(f"/proc/self/{name}", "w") as file:
                 file.write(text)
     os.execvp(plan.get("executable", plan["argv"][0]), plan["argv"])

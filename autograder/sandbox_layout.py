@@ -38,7 +38,15 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ENVIRONMENT", "INSTALLATION", "PYTHON", "Folder", "Layout", "layout", "neutral_bytecode"]
+__all__ = [
+    "ENVIRONMENT",
+    "INSTALLATION",
+    "PYTHON",
+    "Folder",
+    "Layout",
+    "layout",
+    "neutral_bytecode",
+]
 
 INSTALLATION = "/opt/python"  #: the Python installation, when it is not a system folder
 ENVIRONMENT = "/opt/venv"  #: the virtual environment the sandbox runs in

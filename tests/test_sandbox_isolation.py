@@ -161,6 +161,28 @@ def test_a_root_grader_works_with_a_private_tmpdir(tmp_path: Path, monkeypatch) 
     assert ran.returncode == 0 and "seen" in ran.output and "42" in ran.output, ran.output
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="starting processes as another user needs root")
+def test_a_sandbox_users_leftover_processes_are_killed() -> None:
+    """A process of a run's user that left the run's process group and session (as a run
+    without a cgroup could leave) is killed before that user id is given to another run."""
+    import subprocess
+
+    from autograder.sandbox import _kill_user
+
+    uid = 1_790_000 + os.getpid() % 10_000 + 1
+    token = f"leftover-{os.getpid()}"
+    subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sh", "-c",
+         f"setsid sh -c 'sleep 300; echo {token}' >/dev/null 2>&1 < /dev/null &"],
+        check=True, timeout=30,
+    )  # fmt: skip
+    time.sleep(0.5)
+    assert _host_uids(token) == {uid}  # it outlived the command that started it
+    _kill_user(uid)
+    time.sleep(0.2)
+    assert _host_uids(token) == set()
+
+
 @needs_bwrap
 def test_tmp_and_the_working_folder_are_in_memory_and_size_limited() -> None:
     """Writing past the size of /tmp or of the working folder fails; nothing reaches the disk."""

@@ -62,6 +62,7 @@ KIT_RECORDS = (
     "a2c_course_kit*.egg-link",
 )
 _build_lock = threading.Lock()
+_made: dict[tuple[Folder, Path, int], Path] = {}  #: this process's copies, by folder state
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,13 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
     """A folder under ``cache`` holding, at their relative paths, neutral copies of every
     compiled file of ``folder`` (see the module docstring). Made once per state of the folder's
     compiled files (their paths, sizes, times and inodes), then reused; older copies of the
-    same folder are removed. ``cache`` must be the caller's own (nobody else can write it)."""
+    same folder are removed. ``cache`` must be the caller's own (nobody else can write it).
+    Within one process the copy is taken again only when the folder itself changed (a package
+    added or removed): walking an environment with torch takes about a second."""
+    stamp = (folder, cache, folder.outside.stat().st_mtime_ns)
+    made = _made.get(stamp)
+    if made is not None and made.is_dir():
+        return made
     files = _compiled_files(folder.outside, folder.packages)
     state = hashlib.sha256(f"{folder.outside}\0{folder.inside}\0{sys.version}".encode())
     name = state.hexdigest()[:16]
@@ -197,6 +204,7 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
     target = cache / f"{name}-{state.hexdigest()[:16]}"
     with _build_lock:
         if target.is_dir():
+            _made[stamp] = target
             return target
         hidden = {
             str(path.relative_to(folder.outside))
@@ -227,4 +235,5 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
         for old in cache.glob(f"{name}-*"):
             if old != target:
                 shutil.rmtree(old, ignore_errors=True)
+    _made[stamp] = target
     return target

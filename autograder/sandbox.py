@@ -28,8 +28,8 @@ reads both pipes with a size cap while the command runs.
 Limits: a wall clock kills the whole process tree; rlimits (address space, file size, no core
 files, process count) apply to every process. Started as root, the grader never runs the
 command as root: bubblewrap runs as a fresh unprivileged user id per run (whose processes are
-all killed before the id is given to another run), and a cgroup (v1 or v2) caps the memory (``/tmp`` and the working folder
-included) and the number of processes of the whole run. Without root, or without a writable
+all killed before the id is given to another run), and a cgroup (v1 or v2) caps the memory
+(``/tmp`` and the working folder included) and the number of processes of the whole run. Without root, or without a writable
 cgroup hierarchy, :attr:`SandboxResult.limits` says that only per-process limits hold.
 
 Without bubblewrap (macOS, kernels without user namespaces) :func:`run_in_sandbox` refuses
@@ -99,6 +99,19 @@ CACHE_FOLDERS = ("/var/cache", "/var/tmp")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")  #: bound from the host (root)
 DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
                 "stderr": "/proc/self/fd/2"}  # fmt: skip
+#: What a grader started as root shows in place of the host's files in /etc that name the host,
+#: its users or its network (None: an empty file).
+ETC_FILES = {
+    "hostname": "grading\n",
+    "hosts": "127.0.0.1 localhost\n127.0.1.1 grading\n::1 localhost\n",
+    "passwd": "root:x:0:0:root:/root:/bin/sh\n"
+    f"nobody:x:65534:65534:nobody:{SCRATCH}/home:/usr/sbin/nologin\n",
+    "group": "root:x:0:\nnogroup:x:65534:\n",
+    "machine-id": None,
+    "resolv.conf": None,
+    "subuid": None,
+    "subgid": None,
+}
 LAUNCHER = Path(__file__).resolve().with_name("sandbox_launch.py")
 _uids = itertools.count()
 
@@ -299,8 +312,9 @@ def require_unsandboxed_user() -> None:
     """Raise :class:`SandboxUnavailable` unless a notebook run without the sandbox would run as
     a user of its own: only a grader started as root can give it one. Run with the grader's own
     rights, a notebook could change anything that user can write (the environment, the user
-    site, ``~/.jupyter``, the course, the grader's checkout) and, through it, every later
-    grading; no check afterwards can be trusted, since that user can also rewrite the check."""
+    site, configuration in the home folder, the course, the grader's checkout) and, through it,
+    every later grading; no check afterwards can be trusted, since that user can also rewrite
+    the check."""
     if os.getuid() != 0:
         raise SandboxUnavailable(
             "--no-sandbox runs a notebook as a plain process, and only a grader started as root "
@@ -448,7 +462,7 @@ def _sandbox_args(
         if Path(folder).is_symlink():
             if root is None:
                 args += ["--symlink", os.readlink(folder), folder]
-        elif Path(folder).exists():
+        elif Path(folder).exists() and not (root is not None and folder == "/etc"):
             args += ["--ro-bind", folder, folder]
     args += ["--proc", "/proc"]
     if root is not None:
@@ -504,6 +518,10 @@ def _root_tree(
             mounts.append({"kind": "hide", "inside": inside, "dir": path.is_dir()})
     for inside, outside in readonly.items():
         mounts.append({"kind": "copy", "inside": inside, "source": outside})
+    mounts.append({"kind": "bind", "inside": "/etc", "source": "/etc"})
+    for name, text in ETC_FILES.items():
+        if Path("/etc", name).is_file():
+            mounts.append({"kind": "file", "inside": f"/etc/{name}", "text": text or ""})
     mounts.append(
         {"kind": "tmpfs", "inside": SCRATCH, "size": limits.scratch_bytes, "mode": "0755",
          "owner": uid, "dirs": ["home"]}
@@ -644,32 +662,27 @@ def run_in_sandbox(
                 daemon=True,
             ).start()
         else:
+            # Not isolated, but never root (require_unsandboxed_user): a user id of its own, who
+            # cannot write the environment, the checkout or the grader's folders; the grader's
+            # view copied.
             mapping: dict[str, str] = {}
-            if os.getuid() == 0:
-                # Not isolated, but never root: a user id of its own, who cannot write the
-                # environment, the checkout or the grader's folders; the grader's view copied.
-                folder = _root_folder()
-                lease = _UidLease(folder)
-                staging = Path(tempfile.mkdtemp(prefix="plain-", dir=folder))
-                staging.chmod(0o755)
-                work = staging / "work"
-                launch = {"binds": [], "copies": [], "uid": lease.uid}
-                launch.update(_reachable(_python_dirs(), staging))
-                for index, (inside, outside) in enumerate(readonly.items()):
-                    (staging / str(index)).mkdir(mode=0o755)
-                    launch["copies"].append([str(Path(outside).resolve()), str(staging / str(index))])
-                    mapping[inside] = str(staging / str(index))
-            else:
-                staging = work = Path(tempfile.mkdtemp(prefix="a2c-unsandboxed-"))
-                launch = None
-                mapping = {k: str(v) for k, v in readonly.items()}
+            folder = _root_folder()
+            lease = _UidLease(folder)
+            staging = Path(tempfile.mkdtemp(prefix="plain-", dir=folder))
+            staging.chmod(0o755)
+            work = staging / "work"
+            launch = {"binds": [], "copies": [], "uid": lease.uid}
+            launch.update(_reachable(_python_dirs(), staging))
+            for index, (inside, outside) in enumerate(readonly.items()):
+                (staging / str(index)).mkdir(mode=0o755)
+                launch["copies"].append([str(Path(outside).resolve()), str(staging / str(index))])
+                mapping[inside] = str(staging / str(index))
             mapping[PYTHON] = sys.executable
             mapping[PYTHON_BIN] = str(Path(sys.executable).parent)
-            work.mkdir(mode=0o700, exist_ok=True)
+            work.mkdir(mode=0o700)
             (work / "home").mkdir()
-            if lease is not None:
-                for path in (work, work / "home"):
-                    os.chown(path, lease.uid, lease.uid)
+            for path in (work, work / "home"):
+                os.chown(path, lease.uid, lease.uid)
             mapping[SCRATCH] = str(work)
 
             def real(text: str) -> str:
@@ -681,8 +694,7 @@ def run_in_sandbox(
             environment = {name: real(value) for name, value in env.items()}
             cwd = str(work)
             executable = None
-            if launch is not None:
-                command = _launcher(launch, command, keep)
+            command = _launcher(launch, command, keep)
         start = time.monotonic()
         process = subprocess.Popen(
             command,

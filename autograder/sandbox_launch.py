@@ -8,7 +8,12 @@ The plan comes as JSON on the pipe ``FD``, never on the command line, so that no
 the host shows the sandboxed command or a host path in its arguments::
 
     {"binds": [[source, target], ...], "copies": [[source, target], ...], "covers": [folder, ...],
-     "rebinds": [[source, target], ...], "uid": N, "argv": [...]}
+     "rebinds": [[source, target], ...], "uid": N, "executable": path, "argv": [...]}
+
+plus, for a sandboxed run, the sandbox's tree (:func:`autograder.sandbox._root_tree`)::
+
+    {"root": folder, "dirs": [...], "files": {inside: text}, "links": {inside: target},
+     "mounts": [{"kind": "tmpfs" | "overlay" | "hide" | "copy" | "bind" | "file", ...}, ...]}
 
 In a private mount namespace of its own this process, still root, binds each ``source`` on its
 ``target`` (empty folders under the grader's root-only staging folder, which the unprivileged
@@ -17,9 +22,17 @@ user can reach whatever ``TMPDIR`` is) and mounts a small in-memory file system 
 no host folder for them). ``covers`` are folders the unprivileged user could not pass through
 (a private home holding the Python installation): each is covered by an empty in-memory folder
 and each ``rebinds`` source (bound in the staging folder before) is bound back at its own path
-inside it, so the environment is reachable and nothing else of that folder is. Then it drops to user and group ``uid`` with no supplementary group
-and replaces itself with ``argv`` (bubblewrap). Only the standard library is used, and ``-I -S``
-keeps the environment's ``.pth`` files and ``PYTHONPATH`` out of this root process.
+inside it, so the environment is reachable and nothing else of that folder is. With ``root``
+it builds the sandbox's whole tree there: an in-memory root with the folders, files and links
+given, then each mount in order (in-memory folders, overlayfs views of the Python folders
+whose layers are named relative to their own folder, hidden files and folders, copies, the
+host's ``/etc`` with the files that name the host replaced by the plan's), every
+file system made by root, so that the sandbox's mount table names no host folder and no host
+user id. Then it drops to user and group ``uid`` with no supplementary group (for a sandboxed
+run, into a user namespace of its own where that user is 0, so that bubblewrap's namespace
+maps the sandbox's user to 0, not to a host id) and replaces itself with ``argv`` (bubblewrap).
+Only the standard library is used, and ``-I -S`` keeps the environment's ``.pth`` files and
+``PYTHONPATH`` out of this root process.
 """
 
 import ctypes
@@ -94,10 +107,11 @@ def _tree(plan):
         _mountpoint(os.path.dirname(_at(root, inside)))
         os.symlink(target, _at(root, inside))
     layers = os.path.join(os.path.dirname(root), "layers")
+    files = os.path.join(os.path.dirname(root), "files")
     for index, mount in enumerate(plan["mounts"]):
         target = _at(root, mount["inside"])
         kind = mount["kind"]
-        _mountpoint(target, kind != "hide" or mount["dir"])
+        _mountpoint(target, kind not in ("hide", "file") or mount.get("dir", False))
         if kind == "tmpfs":
             options = f"mode={mount['mode']},size={mount['size']}"
             _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, options)
@@ -124,6 +138,18 @@ def _tree(plan):
                 _mount("/dev/null", target, None, MS_BIND)
         elif kind == "copy":
             _copy(mount["source"], target)
+        elif kind == "bind":  # read-only, without what is mounted below the source
+            _mount(mount["source"], target, None, MS_BIND)
+            _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        elif kind == "file":  # a file of the plan's, from an in-memory folder made by root
+            if not os.path.isdir(files):
+                os.makedirs(files, mode=0o755)
+                _mount("tmpfs", files, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+            source = os.path.join(files, str(index))
+            with open(source, "w") as file:
+                file.write(mount["text"])
+            os.chmod(source, 0o644)
+            _mount(source, target, None, MS_BIND)
 
 
 def main(fd):

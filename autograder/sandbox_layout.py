@@ -34,6 +34,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import time
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,11 +186,23 @@ def _rewrite(source: Path, inside: str, hidden: bool) -> bytes:
     return data[:16] + marshal.dumps(_neutral_code(code, inside))
 
 
+def _prune(cache: Path, days: float = 7.0) -> None:
+    """Remove the copies no grader used for ``days`` (those of environments since removed)."""
+    limit = time.time() - days * 86400
+    for entry in cache.iterdir():
+        try:
+            if entry.is_dir() and entry.stat().st_mtime < limit:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue
+
+
 def neutral_bytecode(folder: Folder, cache: Path) -> Path:
     """A folder under ``cache`` holding, at their relative paths, neutral copies of every
     compiled file of ``folder`` (see the module docstring). Made once per state of the folder's
     compiled files (their paths, sizes, times and inodes), then reused; older copies of the
-    same folder are removed. ``cache`` must be the caller's own (nobody else can write it).
+    same folder are removed, and copies no grader used for a week. ``cache`` must be the
+    caller's own (nobody else can write it).
     Within one process the copy is taken again only when the folder itself changed (a package
     added or removed): walking an environment with torch takes about a second."""
     stamp = (folder, cache, folder.outside.stat().st_mtime_ns)
@@ -204,6 +217,7 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
     target = cache / f"{name}-{state.hexdigest()[:16]}"
     with _build_lock:
         if target.is_dir():
+            os.utime(target)  # in use: kept by _prune
             _made[stamp] = target
             return target
         hidden = {
@@ -235,5 +249,6 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
         for old in cache.glob(f"{name}-*"):
             if old != target:
                 shutil.rmtree(old, ignore_errors=True)
+        _prune(cache)
     _made[stamp] = target
     return target

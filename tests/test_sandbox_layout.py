@@ -4,8 +4,10 @@ compiled files rewritten so that they name no host folder. Fast: no sandbox is s
 from __future__ import annotations
 
 import marshal
+import os
 import py_compile
 import sys
+import time
 from pathlib import Path
 
 from autograder.sandbox import SYSTEM_DIRS
@@ -43,10 +45,14 @@ def test_compiled_files_are_copied_with_the_inside_path(tmp_path: Path) -> None:
     assert (image / "pkg" / "__pycache__" / "junk.cpython-311.pyc").read_bytes() == b""
     assert neutral_bytecode(folder, cache) == image  # made once
 
+    stale = cache / "0123456789abcdef-0123456789abcdef"  # a removed environment's copy
+    stale.mkdir()
+    os.utime(stale, (time.time() - 8 * 86400,) * 2)
     (site / "other.py").write_text("x = 1\n")
     py_compile.compile(str(site / "other.py"), doraise=True)  # the folder changed: a new copy
     again = neutral_bytecode(folder, cache)
     assert again != image and not image.exists() and (again / "__pycache__").is_dir()
+    assert not stale.exists()  # unused for a week: removed
 
 
 def test_the_environment_is_shown_at_neutral_paths() -> None:

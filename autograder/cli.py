@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--no-sandbox",
             action="store_true",
             help="run notebooks as plain processes, without isolation (debugging only: results "
-            "say `unsandboxed` and are not grades)",
+            "say `unsandboxed` and are not grades; only as root, which runs them as a user of "
+            "their own)",
         )
 
     one = commands.add_parser("grade", help="grade one notebook")

@@ -63,6 +63,7 @@ from pathlib import Path
 from . import landlock
 from .sandbox import (
     HIDDEN_PACKAGES,
+    PYTHON,
     SCRATCH,
     SYSTEM_DIRS,
     SandboxLimits,
@@ -75,6 +76,7 @@ from .sandbox import (
     _UidLease,
     _write_all,
 )
+from .sandbox_layout import PYTHON_BIN
 
 __all__ = [
     "CONTAINER",
@@ -358,6 +360,9 @@ def run_in_container(
             path.mkdir(mode=0o700)
             os.chown(path, lease.uid, lease.uid)
         mapping[SCRATCH] = str(work)
+        # The job's interpreter: the sandbox's neutral name for it is this grader's own Python.
+        mapping[PYTHON] = sys.executable
+        mapping[PYTHON_BIN] = str(Path(sys.executable).parent)
 
         def real(text: str) -> str:
             for inside, outside in sorted(mapping.items(), key=lambda kv: -len(kv[0])):

@@ -1,9 +1,8 @@
 """A fingerprint of the Python environment the grader runs in, to notice any change to it.
 
-A notebook graded with ``--no-sandbox`` runs as a plain process. Started as root, the grader
-runs it as an unprivileged user of its own, who cannot write the environment; not as root, it
-runs with the grader's own rights and could plant a ``.pth`` or a ``sitecustomize`` that every
-later Python process of the environment would run, the grader's included. So around every
+A notebook graded with ``--no-sandbox`` runs as a plain process, as an unprivileged user of its
+own who cannot write the environment (a grader that is not root refuses to grade that way,
+:func:`autograder.sandbox.require_unsandboxed_user`). As a second line, around every
 unsandboxed grading the grader takes this fingerprint of everything Python reads at start-up
 or import: the installation (``sys.base_prefix``), the environment (``sys.prefix``), every
 package folder on the import path and the user's site folder. Each file and folder counts by

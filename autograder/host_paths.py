@@ -1,13 +1,14 @@
 """Take the grading machine's own paths and sandbox user ids out of text a student will read.
 
-The sandbox is built so that a notebook learns nothing of the machine's layout (the grader's
-view is a copy in memory, install records are hidden, no host path is on a command line), but
-a notebook still sees the path of the Python environment it runs in, and it writes the error
-texts that feedback quotes. As a second line, every text that came out of a sandbox passes
-through :meth:`Redactor.redact` before it is put in feedback, notes or a status: each folder
-the grader knows of (the checkout, the environment and the Python installation, the grader's
-work folder, the home and working folders, the temporary folder) and the run's host user id
-become ``<host>``. Only the known strings are replaced: this is a filter, not the isolation.
+The sandbox is built so that a notebook learns nothing of the machine's layout (Python at
+neutral paths, a tree built by root, install records hidden, no host path on a command line:
+see :mod:`autograder.sandbox`); a grader that is not root cannot build it that way, and the
+notebook writes the error texts that feedback quotes. As a second line, every text that came
+out of a sandbox passes through :meth:`Redactor.redact` before it is put in feedback, notes or
+a status: each folder the grader knows of (the checkout, the environment and the Python
+installation, the grader's work folder, the home and working folders, the temporary folder)
+and the run's host user id become ``<host>``. Only the known strings are replaced: this is a
+filter, not the isolation.
 """
 
 from __future__ import annotations

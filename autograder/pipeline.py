@@ -76,7 +76,14 @@ from .judging import TAMPERED, judge_part, make_plan, new_seed, prepare_referenc
 from .repair import graded_part, repair_submission
 from .results import GradeResult, PartScore, check_gradebook
 from .runtime import record as records
-from .sandbox import DEFAULT_LIMITS, SCRATCH, SandboxLimits
+from .sandbox import (
+    DEFAULT_LIMITS,
+    PYTHON,
+    SCRATCH,
+    SandboxLimits,
+    require_unsandboxed_user,
+)
+from .sandbox_layout import PYTHON_BIN
 from .submission_file import UnreadableNotebook, parse_notebook, read_bytes
 from .submitted_markdown import safe_markdown
 from .submitted_outputs import keep_submitted_outputs
@@ -256,6 +263,8 @@ class Grader:
         self.timeout = check_timeout(timeout)
         #: "bubblewrap", "container" (root where bubblewrap cannot start) or "none"
         self.isolation = require_isolation() if isolate else "none"
+        if not isolate:
+            require_unsandboxed_user()
         self.keep, self.isolate, self.wall_seconds = keep, isolate, float(wall_seconds)
         # Without the sandbox, a notebook could change the environment: fingerprinted now and
         # after each such grading (and the grader itself writes no bytecode from here on, so
@@ -313,7 +322,7 @@ class Grader:
             "wall_factor": WALL_CLOCK_FACTOR,
         }
         env = {
-            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+            "PATH": os.pathsep.join([PYTHON_BIN, "/usr/bin", "/bin"]),
             "HOME": f"{SCRATCH}/home",
             "TMPDIR": "/tmp",
             "LANG": "C.UTF-8",
@@ -325,7 +334,7 @@ class Grader:
             **{name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")},
         }
         argv = [
-            sys.executable,
+            PYTHON,
             f"{_GRADER_DIR}/bin/runner.py",
             f"{_GRADER_DIR}/bin/executor.py",
         ]

@@ -3,16 +3,22 @@
 The student's notebook runs here, never in the grader's process. With bubblewrap (``bwrap``,
 Debian package ``bubblewrap``) the command sees:
 
-* read-only: the system (``/usr``, ``/bin``, ``/lib*``, ``/etc``), the Python installation and
-  the environment the grader runs in (with the instructor's own packages, ``solutions`` and
-  ``autograder``, hidden even when they are installed into it), and the folders given in
-  ``readonly``;
+* read-only: the system (``/usr``, ``/bin``, ``/lib*``, ``/etc``), Python at neutral paths
+  (:mod:`autograder.sandbox_layout`: the environment as its own virtual environment at
+  ``/opt/venv``, the installation at ``/opt/python``; the instructor's packages, ``solutions``
+  and ``autograder``, and the kit's install records hidden even when they are installed into
+  it; :data:`PYTHON` is the interpreter), and the folders given in ``readonly``;
 * read-write: a private, size-limited ``/tmp`` and working folder (:data:`SCRATCH`), both in
   memory and gone when the command ends: nothing of the sandbox is left on the host's disk;
 * no network (a new network namespace holds only loopback), no other process (its own PID
   namespace: when the command ends or is killed, every process it started dies with it), no
   host IPC, a fresh session, and no host path on its command line (bubblewrap reads its
   arguments from a pipe).
+
+Started as root, the grader has the launcher (:mod:`autograder.sandbox_launch`) build the
+sandbox's whole tree in a private mount namespace, every file system in it made by root, so
+that nothing the command can read (the mount table, ``/proc/self/uid_map``, compiled files,
+``sys.path``) names a host folder or the host user id it runs as.
 
 What goes in and out are pipes, never files: the command's standard input (the job), its
 output and errors (the log; the grader keeps the end of it) and a *channel*, a pipe whose
@@ -21,16 +27,16 @@ reads both pipes with a size cap while the command runs.
 
 Limits: a wall clock kills the whole process tree; rlimits (address space, file size, no core
 files, process count) apply to every process. Started as root, the grader never runs the
-command as root: bubblewrap runs as a fresh unprivileged user id per run (the folders it must
-show are first bound into a private mount namespace, so that a checkout under a private folder
-still works), and a cgroup (v1 or v2) caps the memory (``/tmp`` and the working folder
-included) and the number of processes of the whole run. Without root, or without a writable
+command as root: bubblewrap runs as a fresh unprivileged user id per run (whose processes are
+all killed before the id is given to another run), and a cgroup (v1 or v2) caps the memory
+(``/tmp`` and the working folder included) and the number of processes of the whole run. Without root, or without a writable
 cgroup hierarchy, :attr:`SandboxResult.limits` says that only per-process limits hold.
 
 Without bubblewrap (macOS, kernels without user namespaces) :func:`run_in_sandbox` refuses
-unless ``isolate=False``; then the command runs as a plain subprocess in a temporary folder and
-the result says ``sandboxed=False``: the grader reports that loudly, because such a run can
-read and write whatever the grader's user can.
+unless ``isolate=False``; then the command runs as a plain subprocess, as an unprivileged user
+of its own, and the result says ``sandboxed=False``: the grader reports that loudly. Only a
+grader started as root can give it that user: otherwise ``isolate=False`` refuses too
+(:func:`require_unsandboxed_user`), since the command would have the grader's rights.
 """
 
 from __future__ import annotations
@@ -54,14 +60,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .sandbox_layout import (
+    ENVIRONMENT,
+    KIT_RECORDS,
+    PYTHON,
+    PYTHON_BIN,
+    Layout,
+    layout,
+    neutral_bytecode,
+)
+
 __all__ = [
     "DEFAULT_LIMITS",
+    "PYTHON",
     "SCRATCH",
     "SandboxLimits",
     "SandboxResult",
     "SandboxUnavailable",
     "bwrap_works",
     "require_sandbox",
+    "require_unsandboxed_user",
     "run_in_sandbox",
 ]
 
@@ -76,6 +94,24 @@ UID_COUNT = 100_000  #: user ids FIRST_UID ... FIRST_UID + UID_COUNT - 1
 #: Where a grader running as root keeps its staging folders and the locks of the user ids in use
 #: (``<first of these that is root's>/a2c-grading``): never TMPDIR, which may be private.
 ROOT_FOLDERS = ("/run", "/var/tmp", "/tmp")
+#: Where a grader running as root keeps the neutral copies of compiled files (on disk: large).
+CACHE_FOLDERS = ("/var/cache", "/var/tmp")
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")  #: bound from the host (root)
+DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+                "stderr": "/proc/self/fd/2"}  # fmt: skip
+#: What a grader started as root shows in place of the host's files in /etc that name the host,
+#: its users or its network (None: an empty file).
+ETC_FILES = {
+    "hostname": "grading\n",
+    "hosts": "127.0.0.1 localhost\n127.0.1.1 grading\n::1 localhost\n",
+    "passwd": "root:x:0:0:root:/root:/bin/sh\n"
+    f"nobody:x:65534:65534:nobody:{SCRATCH}/home:/usr/sbin/nologin\n",
+    "group": "root:x:0:\nnogroup:x:65534:\n",
+    "machine-id": None,
+    "resolv.conf": None,
+    "subuid": None,
+    "subgid": None,
+}
 LAUNCHER = Path(__file__).resolve().with_name("sandbox_launch.py")
 _uids = itertools.count()
 
@@ -141,19 +177,21 @@ def bwrap_works() -> bool:
 
 
 # ------------------------------------------------------------------------ root: folders and users
-def _root_folder() -> Path:
-    """Root's own ``a2c-grading`` folder (mode 0711: the sandbox's users can pass through it,
-    not list it), with ``uids/`` (0700) for the user id locks; refuses a folder that is not
-    root's or that others can write."""
-    for base in map(Path, ROOT_FOLDERS):
+def _root_folder(
+    bases: Sequence[str] = ROOT_FOLDERS, name: str = "a2c-grading", locks: bool = True
+) -> Path:
+    """Root's own ``name`` folder in the first of ``bases`` that is root's (mode 0711: the
+    sandbox's users can pass through it, not list it), with ``uids/`` (0700) for the user id
+    locks (``locks``); refuses a folder that is not root's or that others can write."""
+    for base in map(Path, bases):
         try:
             info = base.stat()
         except OSError:
             continue
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0:
             continue
-        folder = base / "a2c-grading"
-        for path, mode in ((folder, 0o711), (folder / "uids", 0o700)):
+        folder = base / name
+        for path, mode in ((folder, 0o711), (folder / "uids", 0o700))[: 2 if locks else 1]:
             try:
                 path.mkdir(mode=mode)
             except FileExistsError:
@@ -166,7 +204,7 @@ def _root_folder() -> Path:
                 )
             path.chmod(mode)
         return folder
-    raise SandboxUnavailable(f"none of {', '.join(ROOT_FOLDERS)} is a folder of root's")
+    raise SandboxUnavailable(f"none of {', '.join(bases)} is a folder of root's")
 
 
 class _UidLease:
@@ -273,6 +311,48 @@ def require_sandbox() -> None:
         )
 
 
+def require_unsandboxed_user() -> None:
+    """Raise :class:`SandboxUnavailable` unless a notebook run without the sandbox would run as
+    a user of its own: only a grader started as root can give it one. Run with the grader's own
+    rights, a notebook could change anything that user can write (the environment, the user
+    site, configuration in the home folder, the course, the grader's checkout) and, through it,
+    every later grading; no check afterwards can be trusted, since that user can also rewrite
+    the check."""
+    if os.getuid() != 0:
+        raise SandboxUnavailable(
+            "--no-sandbox runs a notebook as a plain process, and only a grader started as root "
+            "can run it as an unprivileged user of its own; as your user it could change your "
+            "Python environment, your home folder and the course, and through them every later "
+            "grading. Grade in the sandbox (install bubblewrap: sudo apt-get install -y "
+            "bubblewrap), or start the grader as root (sudo) to grade without it."
+        )
+
+
+def _kill_user(uid: int, rounds: int = 50) -> None:
+    """Kill every process of the host user ``uid`` (a sandbox user id, never root's), until
+    none is left: a run without a cgroup may have left some outside its process group, and the
+    next run given that user id must not meet them."""
+    for _ in range(rounds):
+        found = False
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/status") as status:
+                    ids = next(line for line in status if line.startswith("Uid:")).split()[1:]
+            except (OSError, StopIteration):
+                continue
+            if str(uid) in ids:
+                found = True
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                except OSError:
+                    pass
+        if not found:
+            return
+        time.sleep(0.02)
+
+
 def _limits(limits: SandboxLimits, cgroup: _Cgroup) -> None:  # runs in the child, before exec
     import resource
 
@@ -348,49 +428,117 @@ def _hidden(shown: Sequence[Path]) -> list[Path]:
                     found.add((Path(entry) / name).resolve())
             # Install records name the checkout's folders: the editable finder (and its
             # compiled copy), the .pth that loads it, direct_url.json and RECORD.
-            for pattern in (
-                "__editable__*a2c_course_kit*",
-                "__pycache__/__editable__*a2c_course_kit*",
-                "a2c_course_kit-*.dist-info",
-                "a2c_course_kit*.egg-info",
-                "a2c_course_kit*.egg-link",
-            ):
+            for pattern in KIT_RECORDS:
                 for record in Path(entry).glob(pattern):
                     found.add(record.resolve())
     return sorted(path for path in found if _within(path, shown))
 
 
+def _data_fd(data: bytes, keep: list[int]) -> str:
+    """A pipe's read end (added to ``keep``) that yields ``data``, for bubblewrap's ``--file``."""
+    read, write = os.pipe()
+    keep.append(read)
+    threading.Thread(target=_write_all, args=(write, data), daemon=True).start()
+    return str(read)
+
+
 def _sandbox_args(
-    binds: Sequence[tuple[str, str]],
-    hidden: Sequence[Path],
+    view: Layout,
+    readonly: Mapping[str, str],
     env: Mapping[str, str],
     limits: SandboxLimits,
+    keep: list[int],
+    root: str | None = None,
 ) -> list[str]:
-    """bubblewrap's options (read from a pipe, so that no host path is on its command line);
-    ``binds`` are ``(source outside, path inside)``, read-only."""
+    """bubblewrap's options (read from a pipe, so that no host path is on its command line).
+
+    With ``root`` (a grader started as root) the launcher has built the whole tree in that
+    folder (:func:`_root_tree`): bubblewrap binds it at ``/`` and adds the system folders,
+    ``/proc`` and the devices. Otherwise bubblewrap binds the Python folders of ``view`` and
+    ``readonly`` (``{inside: outside}``) itself; the mount table then names their host folders
+    and the sandbox's host user id.
+    """
     args = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    if root is not None:
+        args += ["--bind", root, "/"]
     for folder in SYSTEM_DIRS:
         if Path(folder).is_symlink():
-            args += ["--symlink", os.readlink(folder), folder]
-        elif Path(folder).exists():
+            if root is None:
+                args += ["--symlink", os.readlink(folder), folder]
+        elif Path(folder).exists() and not (root is not None and folder == "/etc"):
             args += ["--ro-bind", folder, folder]
-    # The private /tmp first: an environment that lives under /tmp (a CI clone, say) is then
-    # bound on top of it instead of being hidden by it.
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
-    for source, inside in binds:
-        args += ["--ro-bind", source, inside]
-    for path in hidden:
-        if path.is_dir():
-            args += ["--tmpfs", str(path)]
-        else:
-            args += ["--ro-bind", "/dev/null", str(path)]
-    args += ["--size", str(limits.scratch_bytes), "--tmpfs", SCRATCH]
-    args += ["--dir", f"{SCRATCH}/home", "--chdir", SCRATCH]
+    args += ["--proc", "/proc"]
+    if root is not None:
+        for device in DEVICES:
+            args += ["--dev-bind", f"/dev/{device}", f"/dev/{device}"]
+    else:
+        args += ["--dev", "/dev"]
+        # The private /tmp first: an environment under /tmp is bound on top of it.
+        args += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+        for folder in view.folders:
+            args += ["--ro-bind", str(folder.outside), folder.inside]
+        for inside, outside in readonly.items():
+            args += ["--ro-bind", outside, inside]
+        for path in _hidden([folder.outside for folder in view.folders]):
+            inside = view.inside(path)
+            if inside is None:
+                continue
+            if path.is_dir():
+                args += ["--tmpfs", inside]
+            else:
+                args += ["--ro-bind", "/dev/null", inside]
+        args += ["--dir", PYTHON_BIN, "--symlink", view.python_link, PYTHON]
+        args += ["--file", _data_fd(view.pyvenv.encode(), keep), f"{ENVIRONMENT}/pyvenv.cfg"]
+        args += ["--size", str(limits.scratch_bytes), "--tmpfs", SCRATCH]
+        args += ["--dir", f"{SCRATCH}/home"]
+    args += ["--chdir", SCRATCH]
     args += ["--uid", "65534", "--gid", "65534", "--hostname", "grading"]
     for name, value in env.items():
         args += ["--setenv", name, value]
     return args
+
+
+def _root_tree(
+    view: Layout, readonly: Mapping[str, str], limits: SandboxLimits, uid: int
+) -> dict[str, Any]:
+    """For the launcher: the sandbox's whole tree, built as root in a private mount namespace
+    (see :mod:`autograder.sandbox_launch`). Every file system in it is made by root: the mount
+    table names no host folder and no host user id. Package folders are shown through overlayfs
+    with their compiled files rewritten (:func:`~autograder.sandbox_layout.neutral_bytecode`)."""
+    cache = _root_folder(CACHE_FOLDERS, "a2c-grading-python", locks=False)
+    mounts: list[dict[str, Any]] = [
+        {"kind": "tmpfs", "inside": "/tmp", "size": limits.tmp_bytes, "mode": "1777"},
+        {"kind": "tmpfs", "inside": "/dev/shm", "size": limits.tmp_bytes, "mode": "1777"},
+    ]
+    for folder in view.folders:
+        top = str(neutral_bytecode(folder, cache))
+        mounts.append(
+            {"kind": "overlay", "inside": folder.inside, "source": str(folder.outside), "top": top}
+        )
+    for path in _hidden([folder.outside for folder in view.folders]):
+        inside = view.inside(path)
+        if inside is not None:
+            mounts.append({"kind": "hide", "inside": inside, "dir": path.is_dir()})
+    for inside, outside in readonly.items():
+        mounts.append({"kind": "copy", "inside": inside, "source": outside})
+    mounts.append({"kind": "bind", "inside": "/etc", "source": "/etc"})
+    for name, text in ETC_FILES.items():
+        if Path("/etc", name).is_file():
+            mounts.append({"kind": "file", "inside": f"/etc/{name}", "text": text or ""})
+    mounts.append(
+        {"kind": "tmpfs", "inside": SCRATCH, "size": limits.scratch_bytes, "mode": "0755",
+         "owner": uid, "dirs": ["home"]}
+    )  # fmt: skip
+    links = {folder: os.readlink(folder) for folder in SYSTEM_DIRS if Path(folder).is_symlink()}
+    links[PYTHON] = view.python_link
+    links.update({f"/dev/{name}": target for name, target in DEVICE_LINKS.items()})
+    return {
+        "dirs": [f for f in SYSTEM_DIRS if f not in links and Path(f).exists()] + ["/proc"],
+        "files": {f"/dev/{device}": "" for device in DEVICES}
+        | {f"{ENVIRONMENT}/pyvenv.cfg": view.pyvenv},
+        "links": links,
+        "mounts": mounts,
+    }
 
 
 # ------------------------------------------------------------------------ reading the pipes
@@ -465,6 +613,8 @@ def run_in_sandbox(
     """
     if isolate:
         require_sandbox()
+    else:
+        require_unsandboxed_user()
     channel_read, channel_write = os.pipe()
     log_read, log_write = os.pipe()
     stdin_read, stdin_write = os.pipe()
@@ -477,63 +627,65 @@ def run_in_sandbox(
     cgroup = _Cgroup(run_name, limits)  # unsandboxed as root too: nothing it starts outlives it
     try:
         if isolate:
-            shown = _python_dirs()
-            binds = [(str(path), str(path)) for path in shown]
-            binds += [
-                (str(Path(outside).resolve()), inside) for inside, outside in readonly.items()
-            ]
+            view = layout(SYSTEM_DIRS)
+            env = {**view.env, **env}
+            if "PYTHONPATH" in view.env and "PYTHONPATH" in env:
+                env["PYTHONPATH"] += os.pathsep + view.env["PYTHONPATH"]
+            shown = {inside: str(Path(outside).resolve()) for inside, outside in readonly.items()}
+            root = None
             if os.getuid() == 0:
-                # bubblewrap runs as an unprivileged user of its own: what it must show is
-                # bound (the grader's view copied) into a private mount namespace first, at
-                # paths that user can reach (see autograder/sandbox_launch.py).
+                # bubblewrap runs as an unprivileged user of its own: the launcher (root, in a
+                # private mount namespace) builds the sandbox's tree in the staging folder first
+                # (see autograder/sandbox_launch.py), where that user can reach it.
                 folder = _root_folder()
                 lease = _UidLease(folder)
                 staging = Path(tempfile.mkdtemp(prefix="stage-", dir=folder))
                 staging.chmod(0o755)
-                launch = {"binds": [], "copies": [], "uid": lease.uid}
-                grader_view = set(readonly)
-                for index, (source, inside) in enumerate(binds):
-                    (staging / str(index)).mkdir(mode=0o755)
-                    kind = "copies" if inside in grader_view else "binds"
-                    launch[kind].append([source, str(staging / str(index))])
-                    binds[index] = (str(staging / str(index)), inside)
-            args = _sandbox_args(binds, _hidden(shown), env, limits)
+                root = str(staging / "root")
+                launch = {"root": root, "uid": lease.uid, "binds": [], "copies": []}
+                launch.update(_root_tree(view, shown, limits, lease.uid))
+            args = _sandbox_args(view, shown, env, limits, keep, root)
             args_read, args_write = os.pipe()
             keep.append(args_read)
+            # bubblewrap is the sandbox's process 1: its command line and environment name
+            # nothing of the host (its options come from a pipe)
             bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
-            command = bwrap if launch is None else _launcher(launch, bwrap, keep)
+            executable = shutil.which("bwrap") or "bwrap"
+            if launch is None:
+                command = bwrap
+            else:
+                launch["executable"] = executable
+                command = _launcher(launch, bwrap, keep)
+                executable = sys.executable
             cwd = "/"
-            environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+            environment = {"PATH": "/usr/bin:/bin"}
             threading.Thread(
                 target=_write_all,
                 args=(args_write, b"\0".join(a.encode() for a in args) + b"\0"),
                 daemon=True,
             ).start()
         else:
+            # Not isolated, but never root (require_unsandboxed_user): a user id of its own, who
+            # cannot write the environment, the checkout or the grader's folders; the grader's
+            # view copied.
             mapping: dict[str, str] = {}
-            if os.getuid() == 0:
-                # Not isolated, but never root: a user id of its own, who cannot write the
-                # environment, the checkout or the grader's folders; the grader's view copied.
-                folder = _root_folder()
-                lease = _UidLease(folder)
-                staging = Path(tempfile.mkdtemp(prefix="plain-", dir=folder))
-                staging.chmod(0o755)
-                work = staging / "work"
-                launch = {"binds": [], "copies": [], "uid": lease.uid}
-                launch.update(_reachable(_python_dirs(), staging))
-                for index, (inside, outside) in enumerate(readonly.items()):
-                    (staging / str(index)).mkdir(mode=0o755)
-                    launch["copies"].append([str(Path(outside).resolve()), str(staging / str(index))])
-                    mapping[inside] = str(staging / str(index))
-            else:
-                staging = work = Path(tempfile.mkdtemp(prefix="a2c-unsandboxed-"))
-                launch = None
-                mapping = {k: str(v) for k, v in readonly.items()}
-            work.mkdir(mode=0o700, exist_ok=True)
+            folder = _root_folder()
+            lease = _UidLease(folder)
+            staging = Path(tempfile.mkdtemp(prefix="plain-", dir=folder))
+            staging.chmod(0o755)
+            work = staging / "work"
+            launch = {"binds": [], "copies": [], "uid": lease.uid}
+            launch.update(_reachable(_python_dirs(), staging))
+            for index, (inside, outside) in enumerate(readonly.items()):
+                (staging / str(index)).mkdir(mode=0o755)
+                launch["copies"].append([str(Path(outside).resolve()), str(staging / str(index))])
+                mapping[inside] = str(staging / str(index))
+            mapping[PYTHON] = sys.executable
+            mapping[PYTHON_BIN] = str(Path(sys.executable).parent)
+            work.mkdir(mode=0o700)
             (work / "home").mkdir()
-            if lease is not None:
-                for path in (work, work / "home"):
-                    os.chown(path, lease.uid, lease.uid)
+            for path in (work, work / "home"):
+                os.chown(path, lease.uid, lease.uid)
             mapping[SCRATCH] = str(work)
 
             def real(text: str) -> str:
@@ -544,11 +696,12 @@ def run_in_sandbox(
             command = [real(arg) for arg in argv]
             environment = {name: real(value) for name, value in env.items()}
             cwd = str(work)
-            if launch is not None:
-                command = _launcher(launch, command, keep)
+            executable = None
+            command = _launcher(launch, command, keep)
         start = time.monotonic()
         process = subprocess.Popen(
             command,
+            executable=executable,
             cwd=cwd,
             env=environment,
             stdin=stdin_read,
@@ -591,6 +744,7 @@ def run_in_sandbox(
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
         if lease is not None:
+            _kill_user(lease.uid)
             lease.release()
     if not isolate:
         note = "not sandboxed: no isolation"

@@ -321,7 +321,55 @@ def test_feedback_names_no_host_path_or_user(tmp_path):
     assert "LEAK: " in result.parts["model"].feedback, result.parts["model"].feedback
     for host in {str(ROOT), sys.prefix, str(Path(sys.prefix).resolve()), workdir}:
         assert host not in text, host
-    assert not re.search(r"uid=[0-9]|\b18[0-9]{5}\b|a2c-grading", text), text
+    assert not re.search(r"\b18[0-9]{5}\b|a2c-grading", text), text  # no sandbox user id
+
+
+def _decoded_layout(text: str) -> dict:
+    """What ``encode_host_layout`` sent, encoded and in pieces, in the errors feedback quotes."""
+    import base64
+    import re
+    import zlib
+
+    pieces = {}
+    for index, count, piece in re.findall(r"LAYOUT\s+(\d+)/(\d+):(.*?):END", text, re.DOTALL):
+        pieces[int(index)] = re.sub(r"\s", "", piece)  # feedback wraps long lines
+        total = int(count)
+    assert pieces and set(pieces) == set(range(total)), f"pieces missing: {text[:600]}"
+    blob = "".join(pieces[index] for index in range(total))
+    return json.loads(zlib.decompress(base64.b64decode(blob)))
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="the neutral layout is built by a grader run as root")
+def test_nothing_of_the_host_layout_reaches_the_sandbox(tmp_path):
+    """A notebook that walks everything it can read (mount table, /proc/self, sys.path, module
+    files and their compiled copies, install records, its environment) and reports it encoded,
+    past the exact-string filter, learns no host folder and no host user id: the sandbox shows
+    only neutral paths."""
+    private_tmp = tmp_path / f"private-tmp-{uuid.uuid4().hex[:8]}"
+    private_tmp.mkdir()
+    nbformat.write(hostile_submission("encode_host_layout"), tmp_path / "nosy.ipynb")
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", "nosy.ipynb", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "A2C_GRADER_TIME_SCALE": "3", "TMPDIR": str(private_tmp)},
+    )
+    report = json.loads(done.stdout)
+    assert report["sandboxed"] is True and report["total"] == 0.0, report
+    sent = _decoded_layout(report["parts"]["model"]["feedback"])
+    # The walk happened (it found this many folders), and what it sent was the news.
+    assert sent["seen"] > 50 and sent["prefix"] == "/opt/venv", sent
+    paths, numbers = set(sent["paths"]), {int(n, 16) for n in sent["ids"].split(",") if n}
+    host = {ROOT, Path(sys.prefix), private_tmp, Path("/run/a2c-grading")}
+    host = {str(path) for path in host} | {str(path.resolve()) for path in host}
+    for found in paths:  # a host folder, or a folder above one (below the top level)
+        for path in host:
+            above = path.startswith(found + "/") and found.count("/") > 1
+            assert not (found == path or above), (found, path)
+    assert not [n for n in numbers if 1_800_000 <= n < 1_900_000], sorted(numbers)
+    assert 65534 in numbers  # the sandbox's own user id, as it sees it
 
 
 def test_without_the_sandbox_every_result_says_so(tmp_path):
@@ -333,6 +381,76 @@ def test_without_the_sandbox_every_result_says_so(tmp_path):
     assert report["status"].startswith("unsandboxed") and report["total"] == 14.0, report
     assert done.returncode == 1  # never a grade
     assert {key: part["score"] for key, part in report["parts"].items()} == FULL
+
+
+def _as_user(uid: int, argv: list[str], cwd: Path, env: dict[str, str]):
+    """``argv`` run as the host user ``uid`` (no account needed) by the sandbox's launcher, with
+    the Python installation, the environments and the checkout reachable even inside a folder
+    closed to others (root's home)."""
+    import shutil
+    import tempfile
+
+    from autograder import sandbox
+
+    staging = Path(tempfile.mkdtemp(prefix="as-user-", dir="/tmp"))
+    staging.chmod(0o755)
+    keep: list[int] = []
+    plan = {"binds": [], "copies": [], "uid": uid}
+    plan.update(sandbox._reachable([*sandbox._python_dirs(), ROOT], staging))
+    command = sandbox._launcher(plan, argv, keep)
+    try:
+        return subprocess.run(
+            command, cwd=cwd, env=env, pass_fds=keep, capture_output=True, text=True, timeout=900
+        )
+    finally:
+        for fd in keep:
+            os.close(fd)
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="the test makes a user of its own (CI runs as root)")
+def test_a_grader_that_is_not_root_never_runs_a_notebook_unsandboxed():
+    """A normal user, who can write their own environment and home, grades a notebook that
+    plants a .pth and a sitecustomize with --no-sandbox: the grader refuses (the notebook would
+    run with that user's rights), nothing is written, and a stub graded next in the sandbox, as
+    that user, gets 0."""
+    import shutil
+    import sysconfig
+    import tempfile
+
+    uid = 1_790_000 + os.getpid() % 10_000  # outside the sandbox's user ids
+    home = Path(tempfile.mkdtemp(prefix="a2c-user-", dir="/tmp"))
+    try:
+        home.chmod(0o755)
+        venv = home / "venv"  # the user's own environment: the kit and its packages by .pth
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        site_dir = next((venv / "lib").glob("python3*/site-packages"))
+        (site_dir / "kit.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n{ROOT}\n")
+        nbformat.write(hostile_submission("write_environment", token=TOKEN), home / "w.ipynb")
+        (home / "stub.ipynb").write_bytes(RELEASE.read_bytes())
+        (home / "tmp").mkdir()
+        for path in [home, *home.rglob("*")]:
+            os.lchown(path, uid, uid)
+        env = {
+            "HOME": str(home),
+            "TMPDIR": str(home / "tmp"),
+            "PATH": f"{venv / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin",  # alembic
+            "A2C_GRADER_TIME_SCALE": "3",
+        }
+        python = str(venv / "bin" / "python")
+        grade = [python, "-m", "autograder", "grade"]
+        done = _as_user(uid, [*grade, "w.ipynb", "--no-sandbox"], home, env)
+        assert done.returncode == 2, (done.stdout, done.stderr)
+        assert "only a grader started as root" in done.stderr, done.stderr
+        planted = [path for path in home.rglob("*") if path.is_file() and TOKEN in path.name]
+        planted += [path for path in site_dir.iterdir() if path.name == "sitecustomize.py"]
+        assert planted == [] and _survivors() == []
+        done = _as_user(uid, [*grade, "stub.ipynb", "--json"], home, env)
+        report = json.loads(done.stdout or "{}")
+        assert report.get("status") == "graded" and report["total"] == 0.0, (report, done.stderr)
+        assert report["sandboxed"] is True and TOKEN not in done.stderr
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="only a root grader runs the notebook as another user")

@@ -20,12 +20,13 @@ from autograder.judging import make_plan
 from autograder.pipeline import read_channel
 from autograder.runtime.record import dumps
 from autograder.sandbox import SandboxLimits, bwrap_works, run_in_sandbox
+from autograder.sandbox_layout import ENVIRONMENT, PYTHON_BIN
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_bwrap = pytest.mark.skipif(
     not bwrap_works(), reason="bubblewrap is not installed (.ci/run installs it)"
 )
-ENV = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": "/submission/home"}
+ENV = {"PATH": f"{PYTHON_BIN}:/usr/bin:/bin", "HOME": "/submission/home"}
 SMALL = SandboxLimits(
     memory_bytes=256 * 1024**2,
     processes=64,
@@ -69,16 +70,16 @@ def test_the_sandbox_learns_no_host_path_and_sees_no_grader_file(tmp_path: Path)
 def test_no_install_record_names_the_checkout() -> None:
     """The kit's install records (the editable finder, its compiled copy, direct_url.json,
     RECORD) name the instructor's checkout: the sandbox finds none of them."""
-    import site
-
     script = (
-        "for d in " + " ".join(site.getsitepackages()) + "; do "
+        f"for d in {ENVIRONMENT}/lib/python*/site-packages; do "
+        'test -d "$d/torch" && echo "found $d"; '
         'ls "$d" "$d/__pycache__" 2>/dev/null | grep -i a2c_course_kit; '
         'cat "$d"/a2c_course_kit*/direct_url.json "$d"/a2c_course_kit*/RECORD 2>/dev/null; '
         'cat "$d"/__pycache__/__editable__*a2c_course_kit* 2>/dev/null; done; echo END'
     )
     ran = _sh(script)
     assert ran.returncode == 0 and "END" in ran.output, ran.output
+    assert f"found {ENVIRONMENT}/lib/" in ran.output, ran.output  # it looked where they would be
     assert str(ROOT) not in ran.output, ran.output
     assert "direct_url" not in ran.output and "file://" not in ran.output, ran.output
 
@@ -158,6 +159,28 @@ def test_a_root_grader_works_with_a_private_tmpdir(tmp_path: Path, monkeypatch) 
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
     ran = _sh("cat /view/seen.txt; echo; python -c 'print(6 * 7)'", readonly={"/view": shown})
     assert ran.returncode == 0 and "seen" in ran.output and "42" in ran.output, ran.output
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="starting processes as another user needs root")
+def test_a_sandbox_users_leftover_processes_are_killed() -> None:
+    """A process of a run's user that left the run's process group and session (as a run
+    without a cgroup could leave) is killed before that user id is given to another run."""
+    import subprocess
+
+    from autograder.sandbox import _kill_user
+
+    uid = 1_790_000 + os.getpid() % 10_000 + 1
+    token = f"leftover-{os.getpid()}"
+    subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sh", "-c",
+         f"setsid sh -c 'sleep 300; echo {token}' >/dev/null 2>&1 < /dev/null &"],
+        check=True, timeout=30,
+    )  # fmt: skip
+    time.sleep(0.5)
+    assert _host_uids(token) == {uid}  # it outlived the command that started it
+    _kill_user(uid)
+    time.sleep(0.2)
+    assert _host_uids(token) == set()
 
 
 @needs_bwrap

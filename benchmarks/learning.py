@@ -21,10 +21,10 @@ CLI writes (metrics, plots, checkpoint: ``--resume`` works) goes to ``--out``.
 
 from __future__ import annotations
 
-import os
+# Before torch starts OpenMP: course_lib.openmp.
+from course_lib.openmp import passive_openmp
 
-# Before torch starts OpenMP: see solutions/train.py.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+passive_openmp()
 
 import argparse  # noqa: E402
 import json  # noqa: E402

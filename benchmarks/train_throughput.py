@@ -19,8 +19,8 @@ What makes the reference fast (the measurements are in docs/benchmarks.md):
 * the update is dominated by convolutions (forward and backward) and the emulators; Python
   overhead is small;
 * OpenMP workers that spin while waiting steal the cores from the emulator threads:
-  ``OMP_WAIT_POLICY=PASSIVE`` (set at the top of this script, solutions/train.py and
-  solutions/evaluate.py, before torch loads) lets them sleep. It applies to SB3 too here (set
+  ``OMP_WAIT_POLICY=PASSIVE`` (``course_lib.openmp.passive_openmp``, called at the top of
+  this script and of the training and evaluation scripts, before torch loads) lets them sleep. It applies to SB3 too here (set
   ``OMP_WAIT_POLICY=ACTIVE`` to compare with the spinning default);
 * the rollout runs under ``no_grad`` and A2C makes one forward pass with graph over the B = 40
   rows, instead of keeping the graphs of the 5 rollout forwards of 8 rows
@@ -33,12 +33,13 @@ What makes the reference fast (the measurements are in docs/benchmarks.md):
 
 from __future__ import annotations
 
-import os
+# Before torch starts OpenMP (applies to both contenders): course_lib.openmp.
+from course_lib.openmp import passive_openmp
 
-# Before torch starts OpenMP (applies to both contenders): see solutions/train.py.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+passive_openmp()
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402

@@ -15,10 +15,10 @@ from the command line: ``python -m solutions.evaluate CHECKPOINT --games 10``.
 
 from __future__ import annotations
 
-import os
+# Before torch starts OpenMP (when run as a script): course_lib.openmp.
+from course_lib.openmp import passive_openmp
 
-# Before torch starts OpenMP (when run as a script): see solutions/train.py.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+passive_openmp()
 
 import argparse  # noqa: E402
 import math  # noqa: E402

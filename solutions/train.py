@@ -40,40 +40,40 @@ contract is in docs/design.md, section 6.
 
 from __future__ import annotations
 
-import os
+# Before torch starts OpenMP: idle OpenMP workers then sleep instead of spinning, and leave the
+# CPU to the emulator threads of the env batch (course_lib.openmp, docs/benchmarks.md).
+from course_lib.openmp import passive_openmp
 
-# Set before torch starts OpenMP: idle OpenMP workers then sleep instead of spinning, and leave
-# the CPU to the emulator threads of the env batch (docs/benchmarks.md).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+passive_openmp()
 
 import dataclasses  # noqa: E402
-import json
-import math
-import signal
-import sys
-import time
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+import json  # noqa: E402
+import math  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
-import numpy as np
-import torch
-from tqdm.auto import tqdm
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from tqdm.auto import tqdm  # noqa: E402
 
-from course_lib import nature_dqn_env
-from course_lib.episode_stats import EpisodeStats
-from course_lib.plots import TrainingDashboard
-from course_lib.runners import EnvRunner
-from course_lib.runtime import flush_denormals, resolve_device, seed_everything, set_torch_threads
+from course_lib import nature_dqn_env  # noqa: E402
+from course_lib.episode_stats import EpisodeStats  # noqa: E402
+from course_lib.plots import TrainingDashboard  # noqa: E402
+from course_lib.runners import EnvRunner  # noqa: E402
+from course_lib.runtime import flush_denormals, resolve_device, seed_everything, set_torch_threads  # noqa: E402
 
-from .checkpoint import save_checkpoint, set_rng_state
-from .cli import build_parser, config_from_args, run_options, run_options_argv
-from .config import A2CConfig, RunOptions
-from .evaluate import describe_scores, described_evaluation
-from .metrics_log import MetricsLog
-from .reference import A2C, ComputeGAE, ComputeValueTargets, MergeTimeBatch, Policy, make_model
-from .run_folder import BudgetReached, check_budget, open_run_folder, resume_command
-from .stop_request import StopRequest
+from .checkpoint import save_checkpoint, set_rng_state  # noqa: E402
+from .cli import build_parser, config_from_args, run_options, run_options_argv  # noqa: E402
+from .config import A2CConfig, RunOptions  # noqa: E402
+from .evaluate import describe_scores, described_evaluation  # noqa: E402
+from .metrics_log import MetricsLog  # noqa: E402
+from .reference import A2C, ComputeGAE, ComputeValueTargets, MergeTimeBatch, Policy, make_model  # noqa: E402
+from .run_folder import BudgetReached, check_budget, open_run_folder, resume_command  # noqa: E402
+from .stop_request import StopRequest  # noqa: E402
 
 __all__ = ["METRIC_COLUMNS", "NoGradPolicy", "TrainResult", "critic_stats", "main"]
 __all__ += ["make_agent", "train", "value_targets"]

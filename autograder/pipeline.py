@@ -21,9 +21,9 @@ One submission, two steps, two trust domains:
    (:mod:`autograder.submitted_outputs`). The result is plain data (:class:`Assessment`), so
    the step can run on another machine.
 2. :meth:`Grader.record` (trusted, the instructor's machine): ``nbgrader autograde``, with
-   execution off, writes the grader's scores into a private gradebook and the course's
-   (:mod:`autograder.nbgrader_steps`), reads them back to check, and ``generate_feedback``
-   makes the feedback HTML.
+   execution off, writes the grader's scores once, into the course's gradebook (or, without a
+   course, the grader's own, made once per run) (:mod:`autograder.nbgrader_steps`), reads them
+   back to check, and ``generate_feedback`` makes the feedback HTML from that gradebook.
 
 :func:`grade_many` grades a list of :class:`~autograder.collect.Submission` in parallel (one
 sandbox per job, ``cores // jobs`` threads each), with a progress bar, and writes
@@ -40,7 +40,6 @@ import hashlib
 import itertools
 import json
 import os
-import secrets
 import shutil
 import sys
 import tempfile
@@ -229,9 +228,10 @@ class Grader:
     Args:
         source_notebook: the nbgrader source (solution cells and hidden tests).
         timeout: per-cell time limit of the sandboxed run, in seconds (default 120).
-        workdir: where the temporary courses go (a new temporary folder by default; removed by
-            :meth:`close`).
-        keep: keep each submission's course folder after grading (to debug a grade).
+        workdir: where the template course and the grader's own course go (a new temporary
+            folder by default; removed by :meth:`close`).
+        keep: keep ``workdir`` (the grader's own course, with every notebook it recorded)
+            after :meth:`close`, to debug a grade.
         isolate: run notebooks in the bubblewrap sandbox (``False``: a plain subprocess, for
             debugging; its results are never ``graded``). With ``True`` and no working
             bubblewrap, raises :class:`~autograder.sandbox.SandboxUnavailable` (with the fix).
@@ -288,10 +288,17 @@ class Grader:
         self._release = nbformat.read(self.template.release_notebook, as_version=4)
         self._points = _points(self._release)
         self._names = {part: PART_NAMES[part] for part in self._points}
-        self._ids = itertools.count(1)  # thread-safe in CPython: workspace names stay unique
+        self._ids = itertools.count(1)  # thread-safe in CPython: score files' names stay unique
         self.course: CourseTemplate | None = None
         if course is not None:
             self.course = open_course(course, source_notebook)
+        #: Where each submission is recorded, once: the instructor's course, or else a course
+        #: of this grader's own (written from the template's bytes, so that nothing on disk
+        #: since the template was built is used), whose gradebook the feedback is made from.
+        self.gradebook: CourseTemplate = self.course or new_workspace(
+            self._files, self.workdir / "gradebook"
+        )
+        (self.workdir / "scores").mkdir(exist_ok=True)
         self._redactor = Redactor(
             [self.workdir, source_notebook.parent, *([course] if course is not None else [])]
         )
@@ -463,21 +470,18 @@ class Grader:
 
     # ------------------------------------------------------------------ step 2: record
     def record(self, assessment: Assessment, feedback_dir: Path | None = None) -> GradeResult:
-        """Write ``assessment`` into nbgrader (a private gradebook, and the course when there is
-        one), check the gradebook, make the feedback; never raises."""
+        """Write ``assessment`` into nbgrader, once: into the course when there is one, else
+        into this grader's own gradebook; check the gradebook, make the feedback; never raises."""
         result = assessment.result
         if not assessment.notebook:  # unreadable, or the grader failed: nothing for nbgrader
             self._log_progress(result)
             return result
         start = time.perf_counter()
         student = result.student
-        workspace = new_workspace(
-            self._files, self.workdir / f"{next(self._ids):04d}-{secrets.token_hex(4)}"
-        )
+        scores = self.workdir / "scores" / f"{next(self._ids):05d}.json"
         try:
             nb = nbformat.reads(assessment.notebook, as_version=4)
-            record = workspace.root / "scores.json"
-            record.write_text(
+            scores.write_text(
                 json.dumps(
                     {
                         f"test_{key}": {"score": part.score, "feedback": part.feedback}
@@ -486,16 +490,13 @@ class Grader:
                 ),
                 encoding="utf-8",
             )
-            autograde(workspace, student, nb, record)
-            disagreements = check_gradebook(workspace.db_url, student, result)
-            if self.course is not None and not disagreements:
-                autograde(self.course, student, nb, record)
-                disagreements = check_gradebook(self.course.db_url, student, result)
+            autograde(self.gradebook, student, nb, scores)
+            disagreements = check_gradebook(self.gradebook.db_url, student, result)
             if disagreements:
                 result.status = "error: the gradebook does not hold the grader's scores"
                 result.notes += disagreements
-            if feedback_dir is not None:
-                html = nbgrader_feedback(workspace, student)
+            elif feedback_dir is not None:
+                html = nbgrader_feedback(self.gradebook, student)
                 Path(feedback_dir).mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(html, Path(feedback_dir) / f"{student}.html")
         except Exception as error:  # noqa: BLE001 - one submission never stops the class
@@ -504,8 +505,7 @@ class Grader:
                 result.status = f"error: {first[:300]}"
             result.notes.append(f"{type(error).__name__}: {str(error)[-2000:]}")
         finally:
-            if not self.keep:
-                shutil.rmtree(workspace.root, ignore_errors=True)
+            scores.unlink(missing_ok=True)
             result.timings["record"] = time.perf_counter() - start
             result.seconds += time.perf_counter() - start
         self._log_progress(result)
@@ -549,7 +549,7 @@ class Grader:
         return self.record(assessment, feedback_dir)
 
     def close(self) -> None:
-        """Remove the temporary courses (when the workdir was made here)."""
+        """Remove the template and the grader's own course (when the workdir was made here)."""
         if self._own_dir and not self.keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -36,7 +36,6 @@ of the grader itself on one submission is that submission's ``error`` row.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -47,7 +46,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -55,6 +54,7 @@ from typing import Any
 import nbformat
 
 from . import environment
+from .channel import read_channel
 from .checks import PART_NAMES
 from .collect import Problem, Submission, student_id
 from .course import (
@@ -70,7 +70,9 @@ from .course import (
 from .course import generate_feedback as nbgrader_feedback
 from .grading_job import job_cells
 from .host_paths import Redactor
-from .judging import TAMPERED, judge_part, make_plan, new_seed, prepare_references
+from .judging import make_plan, new_seed, prepare_references
+from .package_digest import package_files
+from .progress_log import ProgressLog
 from .repair import graded_part, repair_submission
 from .results import GradeResult, PartScore, check_gradebook
 from .runtime import record as records
@@ -78,8 +80,9 @@ from .sandbox import DEFAULT_LIMITS, SCRATCH, SandboxLimits, require_sandbox, ru
 from .submission_file import UnreadableNotebook, parse_notebook, read_bytes
 from .submitted_markdown import safe_markdown
 from .submitted_outputs import keep_submitted_outputs
+from .verdict import cell_notes, run_status, score_parts
 
-__all__ = ["Assessment", "Grader", "check_jobs", "check_timeout", "grade_many", "read_channel"]
+__all__ = ["Assessment", "Grader", "check_jobs", "check_timeout", "grade_many"]
 
 IN_SANDBOX = Path(__file__).resolve().with_name("in_sandbox")
 #: The grading runtime (probes, records, harness): shown to the sandbox as ``grading_runtime``.
@@ -93,14 +96,10 @@ RESERVE_SECONDS = 60.0
 #: The sandbox's wall clock: the runner's budget plus this, for start-up and kills.
 WALL_MARGIN = 60.0
 WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times its CPU limit
-MAX_LINE = 64 * 1024**2  #: a channel line longer than this is malformed
 _GRADER_DIR = "/grader"
 #: Judging draws on torch's global random state (fixtures are built from seeds), so parallel
 #: gradings judge one at a time.
 _JUDGE_LOCK = threading.Lock()
-#: The grader's own code: checked before every grading, so that nothing a notebook run without
-#: the sandbox could have changed on disk is used by a later grading.
-_OWN_PACKAGES = ("autograder", "solutions", "course_lib")
 
 
 def check_timeout(timeout: float | None) -> float:
@@ -131,79 +130,6 @@ def _points(release: nbformat.NotebookNode) -> dict[str, float]:
         for cell in release.cells
         if graded_part(cell) in PART_NAMES
     }
-
-
-def package_files() -> dict[str, str]:
-    """``{"package/relative/path": sha256}`` of the grader's own files, as installed: checked
-    before every grading (nothing a notebook run without the sandbox changed on disk is used
-    later) and, on a cluster, compared with each worker's."""
-    import importlib.util
-
-    found = {}
-    for package in _OWN_PACKAGES:
-        spec = importlib.util.find_spec(package)
-        for folder in sorted(spec.submodule_search_locations or []) if spec else []:
-            for name, data in read_tree(Path(folder)).items():
-                found[f"{package}/{name}"] = hashlib.sha256(data).hexdigest()
-    return found
-
-
-@dataclass
-class Channel:
-    """What the sandbox streamed back, validated: records per part, cell events, problems."""
-
-    records: dict[str, dict[str, Any]]
-    cells: dict[int, dict[str, Any]] = field(default_factory=dict)
-    probe_seconds: dict[str, float] = field(default_factory=dict)
-    malformed: list[str] = field(default_factory=list)
-    ended: bool = False
-    stopped: str = ""  #: why the runner stopped running the notebook's parts, if it did
-
-
-def read_channel(lines: Sequence[bytes], plan: dict[str, Any]) -> Channel:
-    """Validate the sandbox's lines (untrusted) against the ``plan``; never raises.
-
-    A line that is not one of the runner's messages, a record the plan does not ask for, a
-    second record for one step, or a record outside the record schema is *malformed*: it earns
-    nothing and is listed.
-    """
-    steps = {
-        part: {step["key"] for step in part_steps} for part, part_steps in plan["parts"].items()
-    }
-    channel = Channel(records={part: {} for part in steps})
-    for number, line in enumerate(lines, 1):
-        try:
-            if len(line) > MAX_LINE:
-                raise ValueError("line too long")
-            message = json.loads(line)
-            if not isinstance(message, dict):
-                raise ValueError("not an object")
-            event = message.get("event")
-            if event == "end":
-                channel.ended = True
-            elif event == "stopped":
-                if not isinstance(message["reason"], str) or channel.stopped:
-                    raise ValueError("bad stopped event")
-                channel.stopped = message["reason"][:300]
-            elif event == "cell":
-                index, ok, error = message["index"], message["ok"], message["error"]
-                if type(index) is not int or type(ok) is not bool or not isinstance(error, str):
-                    raise ValueError("bad cell event")
-                channel.cells[index] = {"ok": ok, "error": error[:2000]}
-            elif event == "probe":
-                part, seconds = message["part"], message["seconds"]
-                if part in steps and type(seconds) in (int, float) and 0 <= seconds < 1e6:
-                    channel.probe_seconds[part] = float(seconds)
-            else:
-                part, key, text = message["part"], message["key"], message["record"]
-                if part not in steps or key not in steps[part] or not isinstance(text, str):
-                    raise ValueError("a record the plan does not ask for")
-                if key in channel.records[part]:
-                    raise ValueError(f"a second record for {part}.{key}")
-                channel.records[part][key] = records.load_record(text)  # schema-checked
-        except Exception as error:  # noqa: BLE001 - untrusted data: any failure is malformed
-            channel.malformed.append(f"line {number}: {type(error).__name__}: {str(error)[:200]}")
-    return channel
 
 
 @dataclass
@@ -240,6 +166,9 @@ class Grader:
             graded notebook and score, for formgrader, ``generate_feedback`` and ``export``.
         limits: memory, process and size limits of one sandboxed run.
     """
+
+    #: While :func:`grade_many` runs, every recorded grade is appended here at once.
+    progress: ProgressLog | None = None
 
     def __init__(
         self,
@@ -400,64 +329,18 @@ class Grader:
     def _judge(self, result: GradeResult, nb: Any, plan: dict[str, Any], ran: Any) -> None:
         """Score every part from the channel; set the status from how the run ended."""
         channel = read_channel(ran.channel, plan)
-        for part, points in self._points.items():
-            try:
-                judged = judge_part(part, channel.records[part], points, plan)
-            except Exception as error:  # noqa: BLE001 - untrusted data must not stop the class
-                result.parts[part] = PartScore(0.0, points, f"Part '{part}': could not be judged")
-                channel.malformed.append(f"{part}: judging failed ({type(error).__name__})")
-                continue
-            result.parts[part] = PartScore(judged.score, judged.max_points, judged.feedback())
-            if judged.malformed:
-                what = TAMPERED if judged.tampered else "observations the probes do not produce"
-                channel.malformed.append(f"{part}: {what}")
+        score_parts(result, channel, self._points, plan)
         for part, seconds in channel.probe_seconds.items():
             result.timings[f"probe:{part}"] = seconds
-        for index, event in sorted(channel.cells.items()):
-            if not event["ok"] and 0 <= index < len(nb.cells):
-                label = (nb.cells[index].metadata.get("nbgrader") or {}).get("grade_id")
-                result.notes.append(
-                    f"cell {index}{f' ({label})' if label else ''}: {event['error'][:300]}"
-                )
+        result.notes += cell_notes(channel, nb)
         if ran.sandboxed and not ran.limits.startswith("cgroup"):
             result.notes.append(ran.limits)
-        if not ran.sandboxed:
-            now = tree_digest(self.template.lib)
-            changed = sorted(
-                name
-                for name in now.keys() | self._lib_digest.keys()
-                if self._lib_digest.get(name) != now.get(name)
-            )
-            if changed:
-                channel.malformed.append(
-                    "changed the grader's copy of course_lib: " + ", ".join(changed[:10])
-                )
-        if self._environment is not None:
-            changed = environment.changes(self._environment)
-            if changed:  # every later grading of this grader refuses (see assess)
-                self._changed_environment = ", ".join(changed[:5])
-                channel.malformed.append(
-                    f"changed the Python environment: {self._changed_environment}"
-                )
-        if ran.channel_overflow:
-            channel.malformed.append(f"more than {self.limits.channel_bytes} bytes of results")
+        channel.malformed += self._tampering(ran)
         if channel.stopped:
             result.notes.append(f"run stopped: {channel.stopped}")
         if channel.malformed:
-            result.status = "tampered: the sandbox returned malformed results"
             result.notes.append("malformed: " + "; ".join(channel.malformed[:5]))
-        elif ran.timed_out:
-            result.status = (
-                f"timeout: the notebook ran past the grading limit ({ran.wall_seconds:g} s) and "
-                "was stopped; parts judged before that are shown"
-            )
-        elif not channel.ended:
-            result.status = f"error: the grading run ended early: {_why_ended(ran)}"
-        elif not ran.sandboxed:
-            result.status = (
-                "unsandboxed: scores computed without the sandbox, so not a grade (install "
-                "bubblewrap and grade again)"
-            )
+        result.status = run_status(channel, ran) or result.status
         if not ran.sandboxed:
             rights = "your user's rights" if ran.uid is None else "an unprivileged user's rights"
             result.notes.append(f"NOT SANDBOXED: the notebook ran as a plain process with {rights}")
@@ -467,6 +350,28 @@ class Grader:
             result.parts[part] = PartScore(score.score, score.max, feedback)
         result.notes = [self._redactor.redact(note, ran.uid) for note in result.notes]
         result.status = self._redactor.redact(result.status, ran.uid)
+
+    def _tampering(self, ran: Any) -> list[str]:
+        """What the run changed that it must not: the grader's copy of ``course_lib`` and the
+        Python environment (without the sandbox), the channel's size cap."""
+        found = []
+        if not ran.sandboxed:
+            now = tree_digest(self.template.lib)
+            changed = sorted(
+                name
+                for name in now.keys() | self._lib_digest.keys()
+                if self._lib_digest.get(name) != now.get(name)
+            )
+            if changed:
+                found.append("changed the grader's copy of course_lib: " + ", ".join(changed[:10]))
+        if self._environment is not None:
+            changed = environment.changes(self._environment)
+            if changed:  # every later grading of this grader refuses (see assess)
+                self._changed_environment = ", ".join(changed[:5])
+                found.append(f"changed the Python environment: {self._changed_environment}")
+        if ran.channel_overflow:
+            found.append(f"more than {self.limits.channel_bytes} bytes of results")
+        return found
 
     # ------------------------------------------------------------------ step 2: record
     def record(self, assessment: Assessment, feedback_dir: Path | None = None) -> GradeResult:
@@ -511,17 +416,9 @@ class Grader:
         self._log_progress(result)
         return result
 
-    #: While :func:`grade_many` runs: one JSON line per recorded student, so that a grader
-    #: that dies (power cut, killed) leaves the grades it had made (``<out>/progress.jsonl``).
-    progress_file: Path | None = None
-    _progress_lock = threading.Lock()
-
     def _log_progress(self, result: GradeResult) -> None:
-        if self.progress_file is None:
-            return
-        line = json.dumps({"student": result.student, "source": result.source, **result.as_dict()})
-        with self._progress_lock, open(self.progress_file, "a", encoding="utf-8") as log:
-            log.write(line + "\n")
+        if self.progress is not None:
+            self.progress.write(result)
 
     def grade(
         self,
@@ -563,20 +460,6 @@ class Grader:
         trace: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _why_ended(ran: Any) -> str:
-    """Why a sandboxed run ended without the runner's last line, and the end of its log."""
-    code = ran.returncode
-    if code is not None and code > 128:
-        why = f"the grading process was killed (signal {code - 128}"
-        why += ": the run's memory limit, or a kill)" if code - 128 == 9 else ")"
-    elif code == 125:
-        why = "the sandbox could not start"
-    else:
-        why = f"the grading process exited with status {code}"
-    tail = ran.output.strip()[-300:]
-    return f"{why}; its last output: {tail}" if tail else f"{why}, with no output"
 
 
 def _ignored(folder: str, names: list[str]) -> set[str]:
@@ -662,8 +545,7 @@ def grade_many(
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     feedback_dir = out / "feedback" if feedback else None
-    if isinstance(grader, Grader):
-        grader.progress_file = out / "progress.jsonl"
+    progress = grader.progress = ProgressLog(out / "progress.jsonl")
     if cluster is not None:
         results = cluster.grade_class(grader, submissions, feedback_dir, progress)
     else:
@@ -672,7 +554,6 @@ def grade_many(
     from .outputs import write_reports
 
     written = write_reports(grader, out, results, submissions, problems, histogram=histogram)
-    if isinstance(getattr(grader, "progress_file", None), Path):
-        grader.progress_file.unlink(missing_ok=True)  # every row is in grades.csv now
-        grader.progress_file = None
+    progress.remove()  # every row is in grades.csv now
+    grader.progress = None
     return written

@@ -114,6 +114,9 @@ def tree_digest(folder: Path) -> dict[str, str]:
 
 
 _NBGRADER_LOCK = threading.Lock()
+#: Held by every nbgrader call and gradebook session of this process: nbgrader keeps global
+#: state, and SQLite may refuse a reader while another grading thread commits.
+GRADEBOOK_LOCK = _NBGRADER_LOCK
 
 
 def _config(workspace: CourseTemplate, **settings: Any) -> Config:

@@ -58,6 +58,7 @@ from .channel import read_channel
 from .checks import PART_NAMES
 from .collect import Problem, Submission, student_id
 from .course import (
+    GRADEBOOK_LOCK,
     SOURCE_NOTEBOOK,
     CourseTemplate,
     autograde,
@@ -396,7 +397,8 @@ class Grader:
                 encoding="utf-8",
             )
             autograde(self.gradebook, student, nb, scores)
-            disagreements = check_gradebook(self.gradebook.db_url, student, result)
+            with GRADEBOOK_LOCK:
+                disagreements = check_gradebook(self.gradebook.db_url, student, result)
             if disagreements:
                 result.status = "error: the gradebook does not hold the grader's scores"
                 result.notes += disagreements

@@ -60,7 +60,8 @@ from typing import Any
 from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK
 
 from .collect import Submission
-from .pipeline import Assessment, Grader, package_files
+from .package_digest import package_files
+from .pipeline import Assessment, Grader
 from .results import GradeResult
 from .sandbox import SandboxLimits, SandboxUnavailable
 from .submission_file import UnreadableNotebook, read_bytes

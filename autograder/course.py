@@ -1,21 +1,23 @@
-"""Temporary nbgrader course directories: one template per run, one private copy per submission.
+"""nbgrader course directories: the grader's template, its own course, the instructor's course.
 
-nbgrader grades inside a *course directory*. :func:`build_template` makes one, once per run::
+nbgrader records grades inside a *course directory*. :func:`build_template` makes one, once per
+grader::
 
     <template>/
-        course/                    CourseDirectory.root, the kernel runs under course/autograded/
+        course/                    CourseDirectory.root
             nbgrader_config.py     copied from autograder/nbgrader_config.py
             source/a2c/a2c.ipynb   the solution notebook (solution cells + hidden tests)
             release/a2c/a2c.ipynb  what `nbgrader generate_assignment` made of it
         db/gradebook.db            the gradebook: outside the course tree (CourseDirectory.db_url)
-        lib/course_lib/            a snapshot of course_lib: the only package of this repository
-                                   the sandboxed notebook sees (read-only)
+        lib/course_lib/            a snapshot of course_lib, shown read-only to the sandbox
+                                   beside the grading runtime (docs/grading.md)
 
-:func:`new_workspace` writes a copy of the template (read once into memory) for ONE submission,
-so each submission has its own course and gradebook. No student code ever runs in these folders:
-the notebook runs in a sandbox (:mod:`autograder.sandbox`) that sees only the ``lib`` snapshot,
-and nbgrader, run here by :func:`autograde` with execution switched off
-(``autograder/nbgrader_config.py``), only records the grader's scores in the gradebook.
+Each submission is recorded once (:func:`autograde`), into the instructor's persistent course
+(:func:`open_course`, ``grade-all --course``) or, without one, into the grader's own course,
+written once from the template's bytes (:func:`new_workspace`). No student code runs in these
+folders: the notebook runs in a sandbox (:mod:`autograder.sandbox`), and nbgrader, run here
+with execution switched off (``autograder/nbgrader_config.py``), only records the grader's
+scores in the gradebook and makes the feedback HTML (:func:`generate_feedback`).
 """
 
 from __future__ import annotations
@@ -112,6 +114,9 @@ def tree_digest(folder: Path) -> dict[str, str]:
 
 
 _NBGRADER_LOCK = threading.Lock()
+#: Held by every nbgrader call and gradebook session of this process: nbgrader keeps global
+#: state, and SQLite may refuse a reader while another grading thread commits.
+GRADEBOOK_LOCK = _NBGRADER_LOCK
 
 
 def _config(workspace: CourseTemplate, **settings: Any) -> Config:
@@ -232,10 +237,10 @@ def open_course(folder: Path, source_notebook: Path = SOURCE_NOTEBOOK) -> Course
 
 
 def new_workspace(files: dict[str, bytes], dest: Path) -> CourseTemplate:
-    """A private course for one submission in the missing folder ``dest``, written from ``files``.
+    """A course in the missing folder ``dest``, written from ``files``: the grader's own course.
 
-    ``files`` is :func:`read_tree` of the template, read once into memory, so that a
-    submission that writes into the template's folder on disk cannot change the next ones.
+    ``files`` is :func:`read_tree` of the template, read into memory when the template was
+    built, so that nothing written into the template's folder since then is used.
     """
     dest = Path(dest).resolve()
     for name, data in files.items():

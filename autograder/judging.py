@@ -42,10 +42,10 @@ import numpy as np
 
 from solutions import reference
 
+from .channel import RecordError, validate_record
 from .checks import PART_KEYS, PART_NAMES, part_module, subchecks
 from .checks.base import CheckFailed, SubCheck, reference_observation
 from .runtime.harness import run_steps
-from .runtime.record import RecordError, validate_record
 
 __all__ = [
     "PartResult",

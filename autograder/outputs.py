@@ -33,7 +33,7 @@ import csv
 import shutil
 import statistics
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -518,14 +518,16 @@ def write_reports(
     problems: Sequence[Problem],
     histogram: bool = True,
     feedback_dir: Path | None = None,
+    make_feedback: Callable[[Any, str], Path] | None = None,
 ) -> list[GradeResult]:
     """:func:`write_outputs` for a :class:`~autograder.pipeline.Grader`'s run (the end of
     :func:`~autograder.pipeline.grade_many`); returns the results sorted by student, each
     ``source`` named as the instructor knows the file, with a result for every file that was
     not graded (duplicates aside). With a course, students without a name get their id as
     one (:func:`autograder.roster.name_unnamed`), and the feedback of every student whose late
-    penalty is not 0 (or changed) is made again from the course into ``feedback_dir``: the
-    page made while grading, in a private gradebook, knows no deadline."""
+    penalty is not 0 (or changed) is made again from the course into ``feedback_dir`` with
+    ``make_feedback(course, student)`` (nbgrader's feedback, given by the caller): the page made
+    while recording came before the penalty was written."""
     import nbformat
 
     course = getattr(grader, "course", None)
@@ -559,12 +561,10 @@ def write_reports(
         roster=roster,
         late_penalty=rule,
     )
-    if course is not None and feedback_dir is not None:
-        from .course import generate_feedback
-
+    if course is not None and feedback_dir is not None and make_feedback is not None:
         graded = {row["student"] for row in written.rows if row.get("status") == "graded"}
         for student in [name for name in written.penalised if name in graded]:
-            html = generate_feedback(course, student)
+            html = make_feedback(course, student)
             Path(feedback_dir).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(html, Path(feedback_dir) / f"{student}.html")
     origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}

@@ -21,9 +21,9 @@ One submission, two steps, two trust domains:
    (:mod:`autograder.submitted_outputs`). The result is plain data (:class:`Assessment`), so
    the step can run on another machine.
 2. :meth:`Grader.record` (trusted, the instructor's machine): ``nbgrader autograde``, with
-   execution off, writes the grader's scores into a private gradebook and the course's
-   (:mod:`autograder.nbgrader_steps`), reads them back to check, and ``generate_feedback``
-   makes the feedback HTML.
+   execution off, writes the grader's scores once, into the course's gradebook (or, without a
+   course, the grader's own, made once per run) (:mod:`autograder.nbgrader_steps`), reads them
+   back to check, and ``generate_feedback`` makes the feedback HTML from that gradebook.
 
 :func:`grade_many` grades a list of :class:`~autograder.collect.Submission` in parallel (one
 sandbox per job, ``cores // jobs`` threads each), with a progress bar, and writes
@@ -36,11 +36,9 @@ of the grader itself on one submission is that submission's ``error`` row.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
-import secrets
 import shutil
 import sys
 import tempfile
@@ -48,7 +46,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -56,9 +54,11 @@ from typing import Any
 import nbformat
 
 from . import environment
+from .channel import read_channel
 from .checks import PART_NAMES
 from .collect import Problem, Submission, student_id
 from .course import (
+    GRADEBOOK_LOCK,
     SOURCE_NOTEBOOK,
     CourseTemplate,
     autograde,
@@ -72,7 +72,9 @@ from .course import generate_feedback as nbgrader_feedback
 from .grading_job import job_cells
 from .host_paths import Redactor
 from .isolation import require_isolation, run_isolated
-from .judging import TAMPERED, judge_part, make_plan, new_seed, prepare_references
+from .judging import make_plan, new_seed, prepare_references
+from .package_digest import package_files
+from .progress_log import ProgressLog
 from .repair import graded_part, repair_submission
 from .results import GradeResult, PartScore, check_gradebook
 from .runtime import record as records
@@ -87,8 +89,9 @@ from .sandbox_layout import PYTHON_BIN
 from .submission_file import UnreadableNotebook, parse_notebook, read_bytes
 from .submitted_markdown import safe_markdown
 from .submitted_outputs import keep_submitted_outputs
+from .verdict import cell_notes, run_status, score_parts
 
-__all__ = ["Assessment", "Grader", "check_jobs", "check_timeout", "grade_many", "read_channel"]
+__all__ = ["Assessment", "Grader", "check_jobs", "check_timeout", "grade_many"]
 
 IN_SANDBOX = Path(__file__).resolve().with_name("in_sandbox")
 #: The grading runtime (probes, records, harness): shown to the sandbox as ``grading_runtime``.
@@ -102,14 +105,10 @@ RESERVE_SECONDS = 60.0
 #: The sandbox's wall clock: the runner's budget plus this, for start-up and kills.
 WALL_MARGIN = 60.0
 WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times its CPU limit
-MAX_LINE = 64 * 1024**2  #: a channel line longer than this is malformed
 _GRADER_DIR = "/grader"
 #: Judging draws on torch's global random state (fixtures are built from seeds), so parallel
 #: gradings judge one at a time.
 _JUDGE_LOCK = threading.Lock()
-#: The grader's own code: checked before every grading, so that nothing a notebook run without
-#: the sandbox could have changed on disk is used by a later grading.
-_OWN_PACKAGES = ("autograder", "solutions", "course_lib")
 
 
 def check_timeout(timeout: float | None) -> float:
@@ -142,79 +141,6 @@ def _points(release: nbformat.NotebookNode) -> dict[str, float]:
     }
 
 
-def package_files() -> dict[str, str]:
-    """``{"package/relative/path": sha256}`` of the grader's own files, as installed: checked
-    before every grading (nothing a notebook run without the sandbox changed on disk is used
-    later) and, on a cluster, compared with each worker's."""
-    import importlib.util
-
-    found = {}
-    for package in _OWN_PACKAGES:
-        spec = importlib.util.find_spec(package)
-        for folder in sorted(spec.submodule_search_locations or []) if spec else []:
-            for name, data in read_tree(Path(folder)).items():
-                found[f"{package}/{name}"] = hashlib.sha256(data).hexdigest()
-    return found
-
-
-@dataclass
-class Channel:
-    """What the sandbox streamed back, validated: records per part, cell events, problems."""
-
-    records: dict[str, dict[str, Any]]
-    cells: dict[int, dict[str, Any]] = field(default_factory=dict)
-    probe_seconds: dict[str, float] = field(default_factory=dict)
-    malformed: list[str] = field(default_factory=list)
-    ended: bool = False
-    stopped: str = ""  #: why the runner stopped running the notebook's parts, if it did
-
-
-def read_channel(lines: Sequence[bytes], plan: dict[str, Any]) -> Channel:
-    """Validate the sandbox's lines (untrusted) against the ``plan``; never raises.
-
-    A line that is not one of the runner's messages, a record the plan does not ask for, a
-    second record for one step, or a record outside the record schema is *malformed*: it earns
-    nothing and is listed.
-    """
-    steps = {
-        part: {step["key"] for step in part_steps} for part, part_steps in plan["parts"].items()
-    }
-    channel = Channel(records={part: {} for part in steps})
-    for number, line in enumerate(lines, 1):
-        try:
-            if len(line) > MAX_LINE:
-                raise ValueError("line too long")
-            message = json.loads(line)
-            if not isinstance(message, dict):
-                raise ValueError("not an object")
-            event = message.get("event")
-            if event == "end":
-                channel.ended = True
-            elif event == "stopped":
-                if not isinstance(message["reason"], str) or channel.stopped:
-                    raise ValueError("bad stopped event")
-                channel.stopped = message["reason"][:300]
-            elif event == "cell":
-                index, ok, error = message["index"], message["ok"], message["error"]
-                if type(index) is not int or type(ok) is not bool or not isinstance(error, str):
-                    raise ValueError("bad cell event")
-                channel.cells[index] = {"ok": ok, "error": error[:2000]}
-            elif event == "probe":
-                part, seconds = message["part"], message["seconds"]
-                if part in steps and type(seconds) in (int, float) and 0 <= seconds < 1e6:
-                    channel.probe_seconds[part] = float(seconds)
-            else:
-                part, key, text = message["part"], message["key"], message["record"]
-                if part not in steps or key not in steps[part] or not isinstance(text, str):
-                    raise ValueError("a record the plan does not ask for")
-                if key in channel.records[part]:
-                    raise ValueError(f"a second record for {part}.{key}")
-                channel.records[part][key] = records.load_record(text)  # schema-checked
-        except Exception as error:  # noqa: BLE001 - untrusted data: any failure is malformed
-            channel.malformed.append(f"line {number}: {type(error).__name__}: {str(error)[:200]}")
-    return channel
-
-
 @dataclass
 class Assessment:
     """One submission assessed (run and judged), as plain data: what :meth:`Grader.record`
@@ -237,9 +163,10 @@ class Grader:
     Args:
         source_notebook: the nbgrader source (solution cells and hidden tests).
         timeout: per-cell time limit of the sandboxed run, in seconds (default 120).
-        workdir: where the temporary courses go (a new temporary folder by default; removed by
-            :meth:`close`).
-        keep: keep each submission's course folder after grading (to debug a grade).
+        workdir: where the template course and the grader's own course go (a new temporary
+            folder by default; removed by :meth:`close`).
+        keep: keep ``workdir`` (the grader's own course, with every notebook it recorded)
+            after :meth:`close`, to debug a grade.
         isolate: run notebooks in the bubblewrap sandbox (``False``: a plain subprocess, for
             debugging; its results are never ``graded``). With ``True`` and no working
             bubblewrap, raises :class:`~autograder.sandbox.SandboxUnavailable` (with the fix).
@@ -248,6 +175,9 @@ class Grader:
             graded notebook and score, for formgrader, ``generate_feedback`` and ``export``.
         limits: memory, process and size limits of one sandboxed run.
     """
+
+    #: While :func:`grade_many` runs, every recorded grade is appended here at once.
+    progress: ProgressLog | None = None
 
     def __init__(
         self,
@@ -298,10 +228,17 @@ class Grader:
         self._release = nbformat.read(self.template.release_notebook, as_version=4)
         self._points = _points(self._release)
         self._names = {part: PART_NAMES[part] for part in self._points}
-        self._ids = itertools.count(1)  # thread-safe in CPython: workspace names stay unique
+        self._ids = itertools.count(1)  # thread-safe in CPython: score files' names stay unique
         self.course: CourseTemplate | None = None
         if course is not None:
             self.course = open_course(course, source_notebook)
+        #: Where each submission is recorded, once: the instructor's course, or else a course
+        #: of this grader's own (written from the template's bytes, so that nothing on disk
+        #: since the template was built is used), whose gradebook the feedback is made from.
+        self.gradebook: CourseTemplate = self.course or new_workspace(
+            self._files, self.workdir / "gradebook"
+        )
+        (self.workdir / "scores").mkdir(exist_ok=True)
         self._redactor = Redactor(
             [self.workdir, source_notebook.parent, *([course] if course is not None else [])]
         )
@@ -406,64 +343,18 @@ class Grader:
         """Score every part from the channel; set the status from how the run ended."""
         channel = read_channel(ran.channel, plan)
         result.isolation = ran.isolation
-        for part, points in self._points.items():
-            try:
-                judged = judge_part(part, channel.records[part], points, plan)
-            except Exception as error:  # noqa: BLE001 - untrusted data must not stop the class
-                result.parts[part] = PartScore(0.0, points, f"Part '{part}': could not be judged")
-                channel.malformed.append(f"{part}: judging failed ({type(error).__name__})")
-                continue
-            result.parts[part] = PartScore(judged.score, judged.max_points, judged.feedback())
-            if judged.malformed:
-                what = TAMPERED if judged.tampered else "observations the probes do not produce"
-                channel.malformed.append(f"{part}: {what}")
+        score_parts(result, channel, self._points, plan)
         for part, seconds in channel.probe_seconds.items():
             result.timings[f"probe:{part}"] = seconds
-        for index, event in sorted(channel.cells.items()):
-            if not event["ok"] and 0 <= index < len(nb.cells):
-                label = (nb.cells[index].metadata.get("nbgrader") or {}).get("grade_id")
-                result.notes.append(
-                    f"cell {index}{f' ({label})' if label else ''}: {event['error'][:300]}"
-                )
+        result.notes += cell_notes(channel, nb)
         if ran.sandboxed and not ran.limits.startswith("cgroup"):
             result.notes.append(ran.limits)
-        if not ran.sandboxed:
-            now = tree_digest(self.template.lib)
-            changed = sorted(
-                name
-                for name in now.keys() | self._lib_digest.keys()
-                if self._lib_digest.get(name) != now.get(name)
-            )
-            if changed:
-                channel.malformed.append(
-                    "changed the grader's copy of course_lib: " + ", ".join(changed[:10])
-                )
-        if self._environment is not None:
-            changed = environment.changes(self._environment)
-            if changed:  # every later grading of this grader refuses (see assess)
-                self._changed_environment = ", ".join(changed[:5])
-                channel.malformed.append(
-                    f"changed the Python environment: {self._changed_environment}"
-                )
-        if ran.channel_overflow:
-            channel.malformed.append(f"more than {self.limits.channel_bytes} bytes of results")
+        channel.malformed += self._tampering(ran)
         if channel.stopped:
             result.notes.append(f"run stopped: {channel.stopped}")
         if channel.malformed:
-            result.status = "tampered: the sandbox returned malformed results"
             result.notes.append("malformed: " + "; ".join(channel.malformed[:5]))
-        elif ran.timed_out:
-            result.status = (
-                f"timeout: the notebook ran past the grading limit ({ran.wall_seconds:g} s) and "
-                "was stopped; parts judged before that are shown"
-            )
-        elif not channel.ended:
-            result.status = f"error: the grading run ended early: {_why_ended(ran)}"
-        elif not ran.sandboxed:
-            result.status = (
-                "unsandboxed: scores computed without the sandbox, so not a grade (install "
-                "bubblewrap and grade again)"
-            )
+        result.status = run_status(channel, ran) or result.status
         if not ran.sandboxed:
             rights = "your user's rights" if ran.uid is None else "an unprivileged user's rights"
             result.notes.append(f"NOT SANDBOXED: the notebook ran as a plain process with {rights}")
@@ -474,23 +365,42 @@ class Grader:
         result.notes = [self._redactor.redact(note, ran.uid) for note in result.notes]
         result.status = self._redactor.redact(result.status, ran.uid)
 
+    def _tampering(self, ran: Any) -> list[str]:
+        """What the run changed that it must not: the grader's copy of ``course_lib`` and the
+        Python environment (without the sandbox), the channel's size cap."""
+        found = []
+        if not ran.sandboxed:
+            now = tree_digest(self.template.lib)
+            changed = sorted(
+                name
+                for name in now.keys() | self._lib_digest.keys()
+                if self._lib_digest.get(name) != now.get(name)
+            )
+            if changed:
+                found.append("changed the grader's copy of course_lib: " + ", ".join(changed[:10]))
+        if self._environment is not None:
+            changed = environment.changes(self._environment)
+            if changed:  # every later grading of this grader refuses (see assess)
+                self._changed_environment = ", ".join(changed[:5])
+                found.append(f"changed the Python environment: {self._changed_environment}")
+        if ran.channel_overflow:
+            found.append(f"more than {self.limits.channel_bytes} bytes of results")
+        return found
+
     # ------------------------------------------------------------------ step 2: record
     def record(self, assessment: Assessment, feedback_dir: Path | None = None) -> GradeResult:
-        """Write ``assessment`` into nbgrader (a private gradebook, and the course when there is
-        one), check the gradebook, make the feedback; never raises."""
+        """Write ``assessment`` into nbgrader, once: into the course when there is one, else
+        into this grader's own gradebook; check the gradebook, make the feedback; never raises."""
         result = assessment.result
         if not assessment.notebook:  # unreadable, or the grader failed: nothing for nbgrader
             self._log_progress(result)
             return result
         start = time.perf_counter()
         student = result.student
-        workspace = new_workspace(
-            self._files, self.workdir / f"{next(self._ids):04d}-{secrets.token_hex(4)}"
-        )
+        scores = self.workdir / "scores" / f"{next(self._ids):05d}.json"
         try:
             nb = nbformat.reads(assessment.notebook, as_version=4)
-            record = workspace.root / "scores.json"
-            record.write_text(
+            scores.write_text(
                 json.dumps(
                     {
                         f"test_{key}": {"score": part.score, "feedback": part.feedback}
@@ -499,16 +409,14 @@ class Grader:
                 ),
                 encoding="utf-8",
             )
-            autograde(workspace, student, nb, record)
-            disagreements = check_gradebook(workspace.db_url, student, result)
-            if self.course is not None and not disagreements:
-                autograde(self.course, student, nb, record)
-                disagreements = check_gradebook(self.course.db_url, student, result)
+            autograde(self.gradebook, student, nb, scores)
+            with GRADEBOOK_LOCK:
+                disagreements = check_gradebook(self.gradebook.db_url, student, result)
             if disagreements:
                 result.status = "error: the gradebook does not hold the grader's scores"
                 result.notes += disagreements
-            if feedback_dir is not None:
-                html = nbgrader_feedback(workspace, student)
+            elif feedback_dir is not None:
+                html = nbgrader_feedback(self.gradebook, student)
                 Path(feedback_dir).mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(html, Path(feedback_dir) / f"{student}.html")
         except Exception as error:  # noqa: BLE001 - one submission never stops the class
@@ -517,24 +425,15 @@ class Grader:
                 result.status = f"error: {first[:300]}"
             result.notes.append(f"{type(error).__name__}: {str(error)[-2000:]}")
         finally:
-            if not self.keep:
-                shutil.rmtree(workspace.root, ignore_errors=True)
+            scores.unlink(missing_ok=True)
             result.timings["record"] = time.perf_counter() - start
             result.seconds += time.perf_counter() - start
         self._log_progress(result)
         return result
 
-    #: While :func:`grade_many` runs: one JSON line per recorded student, so that a grader
-    #: that dies (power cut, killed) leaves the grades it had made (``<out>/progress.jsonl``).
-    progress_file: Path | None = None
-    _progress_lock = threading.Lock()
-
     def _log_progress(self, result: GradeResult) -> None:
-        if self.progress_file is None:
-            return
-        line = json.dumps({"student": result.student, "source": result.source, **result.as_dict()})
-        with self._progress_lock, open(self.progress_file, "a", encoding="utf-8") as log:
-            log.write(line + "\n")
+        if self.progress is not None:
+            self.progress.write(result)
 
     def grade(
         self,
@@ -562,7 +461,7 @@ class Grader:
         return self.record(assessment, feedback_dir)
 
     def close(self) -> None:
-        """Remove the temporary courses (when the workdir was made here)."""
+        """Remove the template and the grader's own course (when the workdir was made here)."""
         if self._own_dir and not self.keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -576,20 +475,6 @@ class Grader:
         trace: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _why_ended(ran: Any) -> str:
-    """Why a sandboxed run ended without the runner's last line, and the end of its log."""
-    code = ran.returncode
-    if code is not None and code > 128:
-        why = f"the grading process was killed (signal {code - 128}"
-        why += ": the run's memory limit, or a kill)" if code - 128 == 9 else ")"
-    elif code == 125:
-        why = "the sandbox could not start"
-    else:
-        why = f"the grading process exited with status {code}"
-    tail = ran.output.strip()[-300:]
-    return f"{why}; its last output: {tail}" if tail else f"{why}, with no output"
 
 
 def _ignored(folder: str, names: list[str]) -> set[str]:
@@ -675,8 +560,7 @@ def grade_many(
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     feedback_dir = out / "feedback" if feedback else None
-    if isinstance(grader, Grader):
-        grader.progress_file = out / "progress.jsonl"
+    progress = grader.progress = ProgressLog(out / "progress.jsonl")
     if cluster is not None:
         results = cluster.grade_class(grader, submissions, feedback_dir, progress)
     else:
@@ -685,9 +569,15 @@ def grade_many(
     from .outputs import write_reports
 
     written = write_reports(
-        grader, out, results, submissions, problems, histogram=histogram, feedback_dir=feedback_dir
+                grader,
+        out,
+        results,
+        submissions,
+        problems,
+        histogram=histogram,
+        feedback_dir=feedback_dir,
+        make_feedback=nbgrader_feedback,
     )
-    if isinstance(getattr(grader, "progress_file", None), Path):
-        grader.progress_file.unlink(missing_ok=True)  # every row is in grades.csv now
-        grader.progress_file = None
+    progress.remove()  # every row is in grades.csv now
+    grader.progress = None
     return written

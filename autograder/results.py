@@ -5,12 +5,15 @@ sandboxed notebook returned. nbgrader's gradebook then holds the same scores (wr
 grader's record, see :mod:`autograder.nbgrader_steps`); :func:`check_gradebook` reads them back
 and flags any difference, so the gradebook an instructor exports is the one reported here.
 
-``status`` is ``"graded"`` when every part could be judged, otherwise why not:
-``"unreadable: ..."`` (not a notebook), ``"error: ..."`` (the grading could not run or the
-notebook's kernel died), ``"timeout: ..."`` (the notebook ran past the grading time limit),
-``"tampered: ..."`` (results that only tampering can produce). A result that is not ``graded``
-keeps its partial scores for the instructor to review, but reports never show them as a bare
-grade (:mod:`autograder.report`).
+``status`` is ``"graded"`` when every part could be judged, otherwise why not (the table of
+docs/grading.md, "Statuses"): ``"unreadable: ..."`` (not a notebook), ``"error: ..."`` (the
+sandboxed run ended early, the grader failed on this submission, or the gradebook disagrees),
+``"timeout: ..."`` (the run passed the sandbox's wall clock), ``"tampered: ..."`` (records or
+lines the runner and the probes do not write, a broken seal, a changed environment),
+``"unsandboxed: ..."`` (graded with ``--no-sandbox``: scores, never a grade) and ``"not graded:
+..."`` (interrupted, or lost on a cluster, before it was graded). A result that is not
+``graded`` keeps its partial scores for the instructor to review, but reports never show them
+as a bare grade (:mod:`autograder.report`).
 """
 
 from __future__ import annotations

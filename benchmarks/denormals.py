@@ -22,17 +22,18 @@ second the command measured for its session (median over rounds) and the ratio. 
 
 from __future__ import annotations
 
-import os
+# ruff: noqa: E402 (the imports below come after passive_openmp(), which must precede torch)
+from course_lib.openmp import passive_openmp
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as in training (see solutions/train.py)
+passive_openmp()  # before torch starts OpenMP, as in training (course_lib.openmp)
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

@@ -12,7 +12,7 @@ Run from the repository root (needs git and bubblewrap)::
 2. **Where the time goes** (this tree): ``Grader.grade`` on the same notebook with a template
    built once, split into the sandbox (starting Python and IPython, the set-up cells, the
    student's definitions, each part's probes, as the runner timed them), judging, and nbgrader
-   recording the grade (private gradebook, gradebook check).
+   recording the grade (one autograde into the grader's own gradebook, the gradebook check).
 """
 
 from __future__ import annotations

@@ -21,24 +21,25 @@ CLI writes (metrics, plots, checkpoint: ``--resume`` works) goes to ``--out``.
 
 from __future__ import annotations
 
-import os
+# ruff: noqa: E402 (the imports below come after passive_openmp(), which must precede torch)
+# Before torch starts OpenMP: course_lib.openmp.
+from course_lib.openmp import passive_openmp
 
-# Before torch starts OpenMP: see solutions/train.py.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+passive_openmp()
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from course_lib.runtime import flush_denormals  # noqa: E402
-from solutions.config import A2CConfig, RunOptions  # noqa: E402
-from solutions.run_folder import BudgetReached, open_run_folder  # noqa: E402
-from solutions.train import train  # noqa: E402
+from course_lib.runtime import flush_denormals
+from solutions.config import A2CConfig, RunOptions
+from solutions.run_folder import BudgetReached, open_run_folder
+from solutions.train import train
 
 #: (env_id, agent steps) -> minimum average raw score of the last 100 games.
 TARGETS: dict[tuple[str, int], float] = {

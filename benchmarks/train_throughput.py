@@ -19,8 +19,8 @@ What makes the reference fast (the measurements are in docs/benchmarks.md):
 * the update is dominated by convolutions (forward and backward) and the emulators; Python
   overhead is small;
 * OpenMP workers that spin while waiting steal the cores from the emulator threads:
-  ``OMP_WAIT_POLICY=PASSIVE`` (set at the top of this script, solutions/train.py and
-  solutions/evaluate.py, before torch loads) lets them sleep. It applies to SB3 too here (set
+  ``OMP_WAIT_POLICY=PASSIVE`` (``course_lib.openmp.passive_openmp``, called at the top of
+  this script and of the training and evaluation scripts, before torch loads) lets them sleep. It applies to SB3 too here (set
   ``OMP_WAIT_POLICY=ACTIVE`` to compare with the spinning default);
 * the rollout runs under ``no_grad`` and A2C makes one forward pass with graph over the B = 40
   rows, instead of keeping the graphs of the 5 rollout forwards of 8 rows
@@ -33,27 +33,29 @@ What makes the reference fast (the measurements are in docs/benchmarks.md):
 
 from __future__ import annotations
 
+# ruff: noqa: E402 (the imports below come after passive_openmp(), which must precede torch)
+# Before torch starts OpenMP (applies to both contenders): course_lib.openmp.
+from course_lib.openmp import passive_openmp
+
+passive_openmp()
+
+import argparse
 import os
+import statistics
+import sys
+import time
+from pathlib import Path
 
-# Before torch starts OpenMP (applies to both contenders): see solutions/train.py.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from course_lib import nature_dqn_env  # noqa: E402
-from course_lib.runners import EnvRunner  # noqa: E402
-from solutions.config import A2CConfig  # noqa: E402
-from solutions.reference import ComputeValueTargets, MergeTimeBatch  # noqa: E402
-from solutions.train import NoGradPolicy, make_agent  # noqa: E402
+from course_lib import nature_dqn_env
+from course_lib.runners import EnvRunner
+from solutions.config import A2CConfig
+from solutions.reference import ComputeValueTargets, MergeTimeBatch
+from solutions.train import NoGradPolicy, make_agent
 
 
 class ReferenceLearner:

@@ -24,14 +24,13 @@ Map: which module to read for what (the design behind it: docs/design.md)::
       _worker.py          the loop inside each ParallelEnvBatch worker process
       atari_ids.py        which env ids are valid, and what to use instead
       validation.py       check_int, check_number: one message format for bad arguments
+      openmp.py           passive_openmp: idle torch CPU threads sleep (called before torch loads)
 """
 
-import os as _os
+from .openmp import passive_openmp as _passive_openmp
 
-# Idle OpenMP threads (torch's CPU pool) spin by default and starve the emulator threads on a
-# machine with few cores (Colab's CPU runtime has 2); passive ones sleep. Takes effect only when
-# set before torch is imported.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Before anything imports torch: idle OpenMP threads sleep instead of spinning (course_lib.openmp).
+_passive_openmp()
 
 from .episode_stats import EpisodeStats, rolling_mean  # noqa: E402
 from .nature_dqn import BACKENDS, DEFAULT_BACKEND, nature_dqn_env  # noqa: E402

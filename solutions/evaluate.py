@@ -15,24 +15,25 @@ from the command line: ``python -m solutions.evaluate CHECKPOINT --games 10``.
 
 from __future__ import annotations
 
-import os
+# ruff: noqa: E402 (the imports below come after passive_openmp(), which must precede torch)
+# Before torch starts OpenMP (when run as a script): course_lib.openmp.
+from course_lib.openmp import passive_openmp
 
-# Before torch starts OpenMP (when run as a script): see solutions/train.py.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+passive_openmp()
 
-import argparse  # noqa: E402
-import math  # noqa: E402
-import warnings  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from course_lib import nature_dqn_env  # noqa: E402
-from course_lib.validation import check_int  # noqa: E402
+from course_lib import nature_dqn_env
+from course_lib.validation import check_int
 
-from .reference import Policy  # noqa: E402
+from .reference import Policy
 
 __all__ = ["describe_scores", "described_evaluation", "evaluate", "evaluate_scores", "main"]
 

@@ -14,8 +14,9 @@ bottom::
     logging                  metrics.csv, progress bar, training.png; explained variance
 
 The rollout differs from the notebook's part 7 in one way: it runs under ``torch.no_grad()``
-(:class:`NoGradPolicy`), so the trajectory holds no graph and ``A2C.step`` recomputes logits
-and values from the stored observations in one forward pass of B rows, instead of
+(:class:`NoGradPolicy`), so the trajectory holds no graph and the update (:class:`BatchedA2C`,
+the reference's ``A2C``) recomputes logits and values from the stored observations in one
+forward pass of B rows, instead of
 backpropagating through the graphs of T forward passes of N rows. Same losses, same gradients;
 one batched pass is faster on a CPU (docs/benchmarks.md).
 
@@ -40,13 +41,14 @@ contract is in docs/design.md, section 6.
 
 from __future__ import annotations
 
-import os
+# ruff: noqa: E402 (the imports below come after passive_openmp(), which must precede torch)
+# Before torch starts OpenMP: idle OpenMP workers then sleep instead of spinning, and leave the
+# CPU to the emulator threads of the env batch (course_lib.openmp, docs/benchmarks.md).
+from course_lib.openmp import passive_openmp
 
-# Set before torch starts OpenMP: idle OpenMP workers then sleep instead of spinning, and leave
-# the CPU to the emulator threads of the env batch (docs/benchmarks.md).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+passive_openmp()
 
-import dataclasses  # noqa: E402
+import dataclasses
 import json
 import math
 import signal
@@ -58,6 +60,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from course_lib import nature_dqn_env
@@ -75,7 +78,7 @@ from .reference import A2C, ComputeGAE, ComputeValueTargets, MergeTimeBatch, Pol
 from .run_folder import BudgetReached, check_budget, open_run_folder, resume_command
 from .stop_request import StopRequest
 
-__all__ = ["METRIC_COLUMNS", "NoGradPolicy", "TrainResult", "critic_stats", "main"]
+__all__ = ["METRIC_COLUMNS", "BatchedA2C", "NoGradPolicy", "TrainResult", "critic_stats", "main"]
 __all__ += ["make_agent", "train", "value_targets"]
 
 #: The floats returned by A2C.step (its contract), then those of critic_stats.
@@ -110,7 +113,7 @@ class TrainResult:
 
 class NoGradPolicy:
     """The rollout policy: ``Policy.act`` under ``torch.no_grad()``, so the trajectory holds no
-    graph and :class:`~solutions.reference.A2C` recomputes log-probs and values in one batch."""
+    graph and :class:`BatchedA2C` recomputes log-probs and values in one batch."""
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
@@ -119,6 +122,25 @@ class NoGradPolicy:
     def act(self, inputs: np.ndarray) -> dict[str, Any]:
         with torch.no_grad():
             return self.policy.act(inputs)
+
+
+class BatchedA2C(A2C):
+    """The reference's A2C update on a rollout played without graph (:class:`NoGradPolicy`).
+
+    The logits, log-probabilities and values come from one forward pass of the model over the
+    B = T*N stored observations, with graph, instead of the T rollout passes of N rows: the same
+    losses and gradients (the model is the same between the rollout and the update), and one
+    batched pass is faster on a CPU than backpropagating through T small ones.
+    """
+
+    def loss(self, trajectory: dict[str, Any]) -> dict[str, torch.Tensor]:
+        device = next(self.policy.model.parameters()).device
+        observations = torch.as_tensor(trajectory["observations"], device=device)  # (B, 4, 84, 84)
+        actions = torch.as_tensor(trajectory["actions"], device=device)  # (B,)
+        logits, values = self.policy.model(observations)  # (B, A), (B,)
+        log_probs = F.log_softmax(logits, dim=-1).gather(1, actions[:, None]).squeeze(1)
+        batch = {**trajectory, "logits": logits, "log_probs": log_probs, "values": values}
+        return super().loss(batch)
 
 
 def make_agent(config: A2CConfig, n_actions: int, device: torch.device):
@@ -130,7 +152,9 @@ def make_agent(config: A2CConfig, n_actions: int, device: torch.device):
     optimizer = torch.optim.RMSprop(
         model.parameters(), lr=config.lr, alpha=config.rmsprop_alpha, eps=config.rmsprop_eps
     )
-    a2c = A2C(policy, optimizer, config.value_loss_coef, config.entropy_coef, config.max_grad_norm)
+    a2c = BatchedA2C(
+        policy, optimizer, config.value_loss_coef, config.entropy_coef, config.max_grad_norm
+    )
     return model, policy, optimizer, a2c
 
 

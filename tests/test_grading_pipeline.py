@@ -277,19 +277,18 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "does not exist" in capsys.readouterr().err
 
 
-
-
 def test_each_student_is_logged_as_recorded(tmp_path: Path) -> None:
     """Does every recorded grade reach progress.jsonl at once (a grader that dies keeps them),
     before the class's grades.csv is written?"""
     from autograder.pipeline import Assessment, Grader
+    from autograder.progress_log import ProgressLog
 
     grader = Grader.__new__(Grader)  # only the recording's log is exercised here
-    grader.progress_file = tmp_path / "progress.jsonl"
+    grader.progress = ProgressLog(tmp_path / "progress.jsonl")
     for name in ("alice", "bob"):
         result = GradeResult(name, {"add": PartScore(2.0, 2.0, "ok")}, source=f"{name}.ipynb")
         assert grader.record(Assessment(result)) is result  # no notebook: nothing to record
-    lines = [json.loads(line) for line in grader.progress_file.read_text().splitlines()]
+    lines = [json.loads(line) for line in grader.progress.path.read_text().splitlines()]
     assert [(line["student"], line["total"], line["status"]) for line in lines] == [
         ("alice", 2.0, "graded"),
         ("bob", 2.0, "graded"),

@@ -27,10 +27,11 @@ import pytest
 
 import course_lib
 from autograder import runtime
+from autograder.channel import load_record
 from autograder.checks import PART_KEYS, PART_NAMES, subchecks
 from autograder.judging import judge_part, make_plan, run_part
 from autograder.runtime.harness import run_steps
-from autograder.runtime.record import RecordError, dumps, load_record, loads
+from autograder.runtime.record import RecordError, dumps, loads
 from solutions import reference
 
 ROOT = Path(__file__).resolve().parent.parent

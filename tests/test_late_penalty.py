@@ -22,7 +22,7 @@ import pytest
 
 from autograder.cli import main
 from autograder.collect import Submission
-from autograder.course import ASSIGNMENT, open_course, run_nbgrader
+from autograder.course import ASSIGNMENT, generate_feedback, open_course, run_nbgrader
 from autograder.final import export
 from autograder.late_penalty import LatePenalty, course_late_penalty, parse_late_penalty
 from autograder.outputs import write_reports
@@ -78,7 +78,16 @@ def late(tmp_path_factory):
     grader = SimpleNamespace(course=course, template=course, deadline=None, roster=None)
     received = Path(dave.source)
     subs = [Submission("dave", received, received.stat().st_mtime)]
-    write_reports(grader, out, [dave], subs, [], histogram=False, feedback_dir=out / "feedback")
+    write_reports(
+        grader,
+        out,
+        [dave],
+        subs,
+        [],
+        histogram=False,
+        feedback_dir=out / "feedback",
+        make_feedback=generate_feedback,
+    )
     steps["first"]["grade_all_page"] = (out / "feedback" / "dave.html").read_text()
     steps["erin"] = _snapshot(course, out, tmp, "erin")
     _formgrader_saves(course, "dave", 2.5)

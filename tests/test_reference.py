@@ -424,18 +424,21 @@ def test_part_regions_are_well_formed():
             compile(stub, key + " (student stub)", "exec")
 
 
-def test_a2c_recomputes_outputs_when_the_rollout_had_no_graph():
-    """Stored graphs vs a no_grad rollout (A2C recomputes from observations): same update?"""
+def test_training_a2c_recomputes_outputs_when_the_rollout_had_no_graph():
+    """Stored graphs (the reference's A2C) vs a no_grad rollout (the training script's
+    BatchedA2C recomputes from observations): the same update?"""
+    from solutions.train import BatchedA2C
+
     stored, policy = make_trajectory(T=4, N=3, seed=12)
     with torch.no_grad():  # the same rollout, without graph (as solutions.train plays)
         detached = {k: (list(v) if isinstance(v, list) else v) for k, v in stored.items()}
         for key in ("logits", "log_probs", "values"):
             detached[key] = [v.detach() for v in stored[key]]
     results = []
-    for trajectory in (stored, detached):
+    for trajectory, update in ((stored, A2C), (detached, BatchedA2C)):
         ComputeValueTargets(policy)(trajectory)
         MergeTimeBatch()(trajectory)
-        a2c = A2C(policy, torch.optim.SGD(policy.model.parameters(), lr=0.0))
+        a2c = update(policy, torch.optim.SGD(policy.model.parameters(), lr=0.0))
         stats = a2c.step(trajectory)
         grads = [p.grad.clone() for p in policy.model.parameters()]
         results.append((stats, grads))

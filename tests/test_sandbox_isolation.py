@@ -1,7 +1,7 @@
 """What the sandbox lets a command see and do, and how the grader reads what comes out of it.
 
 The sandbox tests run real bubblewrap with tiny commands (a second or two each); the channel
-tests feed :func:`autograder.pipeline.read_channel` the lines a hostile notebook could write.
+tests feed :func:`autograder.channel.read_channel` the lines a hostile notebook could write.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.channel import read_channel
 from autograder.judging import make_plan
-from autograder.pipeline import read_channel
 from autograder.runtime.record import dumps
 from autograder.sandbox import SandboxLimits, bwrap_works, run_in_sandbox
 from autograder.sandbox_layout import ENVIRONMENT, PYTHON_BIN

@@ -10,6 +10,6 @@ of it, and it holds no answer: see :mod:`.fixtures`).
   time-limited, and yields one record per step;
 * :mod:`.probes`: what each step does with the student's code, reported as plain data;
 * :mod:`.fixtures`: the coded frames, tiny models and trajectories the probes drive a part with;
-* :mod:`.record`: records as JSON text, decoded strictly (:func:`~.record.loads`,
-  :func:`~.record.validate_record`).
+* :mod:`.record`: records as JSON text, written by :func:`~.record.dumps` and decoded strictly
+  by :func:`~.record.loads` (the grader checks a record's envelope in :mod:`autograder.channel`).
 """

@@ -167,7 +167,3 @@ def run_steps(
                 )
                 timeouts += bool(record.get("timed_out"))
             yield step["key"], record
-
-
-#: Environment variables that name the plan file and the records folder of a grading run.
-PLAN_VARIABLE, RECORDS_VARIABLE = "A2C_GRADER_PLAN", "A2C_GRADER_RECORDS"

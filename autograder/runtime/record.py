@@ -13,9 +13,10 @@ anything outside a bounded schema before a judge sees it:
   :data:`MAX_ARRAY_ELEMENTS` elements, data that matches the shape (arrays may hold NaN: a
   student's model can output it, and the judges say so).
 
-:func:`validate_record` then checks a record's envelope: ``{"ok": true, "observation": {...}}``
-or ``{"ok": false, "error": "...", "timed_out": bool}``. :func:`dumps` writes only what
-:func:`loads` accepts (non-finite floats become ``null``, huge integers floats).
+The sandbox writes with :func:`dumps`, which writes only what :func:`loads` accepts
+(non-finite floats become ``null``, huge integers floats), and reads its requests (the plan's
+cases) with :func:`loads`. What the grader accepts as a probe's record (its envelope) is decided
+on the grader's side only (:mod:`autograder.channel`).
 """
 
 from __future__ import annotations
@@ -35,9 +36,7 @@ __all__ = [
     "capture",
     "describe",
     "dumps",
-    "load_record",
     "loads",
-    "validate_record",
 ]
 
 #: dtypes a record may hold; anything else is refused when decoding.
@@ -52,7 +51,6 @@ MAX_STRING = 20_000
 MAX_ARRAY_ELEMENTS = 4_000_000
 MAX_NDIM = 8
 MAX_INT = 2**53
-_ENVELOPE = {"ok", "observation", "seconds", "error", "timed_out", "missing", "tampered"}
 
 
 class RecordError(ValueError):
@@ -192,36 +190,3 @@ def loads(text: str | bytes) -> Any:
     except (ValueError, RecursionError) as error:
         raise RecordError(f"not JSON: {str(error)[:200]}") from None
     return _decode(raw)
-
-
-def validate_record(record: Any) -> dict[str, Any]:
-    """``record`` if it has a probe record's envelope, else :class:`RecordError`.
-
-    ``{"ok": true, "observation": dict, "seconds"?: number}`` or ``{"ok": false, "error": str,
-    "timed_out"?: bool, "missing"?: bool, "tampered"?: bool}`` (``tampered``: the runtime's
-    seal found a change, :mod:`.integrity`); the observation's content is the judges' to read.
-    """
-    if not isinstance(record, dict) or not isinstance(record.get("ok"), bool):
-        raise RecordError("not a record: expected a dict with a boolean 'ok'")
-    unknown = set(record) - _ENVELOPE
-    if unknown:
-        raise RecordError(f"record with unexpected fields {sorted(unknown)[:5]}")
-    if record["ok"]:
-        if not isinstance(record.get("observation"), dict):
-            raise RecordError("a record without an observation")
-        if "error" in record:
-            raise RecordError("a passing record with an error")
-    elif not isinstance(record.get("error"), str):
-        raise RecordError("a failed record without an error message")
-    for key in ("timed_out", "missing", "tampered"):
-        if key in record and not isinstance(record[key], bool):
-            raise RecordError(f"record field {key!r} is not a boolean")
-    seconds = record.get("seconds", 0.0)
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise RecordError("record field 'seconds' is not a number")
-    return record
-
-
-def load_record(text: str | bytes) -> dict[str, Any]:
-    """:func:`loads` then :func:`validate_record`: how the grader reads one record."""
-    return validate_record(loads(text))

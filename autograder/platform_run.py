@@ -45,7 +45,16 @@ KIT_ROOT = Path(__file__).resolve().parent.parent  #: the checkout the bundles a
 KIT_PACKAGES = ("autograder", "solutions", "course_lib")
 KIT_FILES = ("pyproject.toml", "README.md")
 #: Requirements only the course's own tests, benchmarks and cluster use.
-NOT_FOR_GRADING = ("distributed", "pytest", "pytest-timeout", "stable-baselines3", "ruff")
+#: test- and development-only pins of requirements.txt, left out of a grading image
+NOT_FOR_GRADING = (
+    "distributed",
+    "pytest",
+    "pytest-timeout",
+    "pytest-xdist",
+    "selenium",
+    "stable-baselines3",
+    "ruff",
+)
 MAX_ENTRIES = 10_000  #: entries of a submission folder looked at for its notebook
 
 

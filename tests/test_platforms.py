@@ -77,6 +77,7 @@ def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path):
     assert "course_lib/nature_dqn.py" in names and not any("__pycache__" in n for n in names)
     assert "torch==" in requirements and "nbgrader==" in requirements
     assert "pytest" not in requirements and "stable-baselines3" not in requirements
+    assert "selenium" not in requirements
     assert requirements == grading_requirements()
     assert "python3 -m pip install" in setup and "bubblewrap" in setup
     with pytest.raises(ValueError, match=r"\.zip"):

@@ -36,7 +36,7 @@ import sys
 import time
 
 MAX_LINE = 64 * 1024**2  # a reply longer than this is dropped (the grader has its own cap)
-INTERRUPT_GRACE = 3.0  # seconds a cell gets to stop after SIGINT before it is killed
+INTERRUPT_GRACE = 3.0  # seconds a cell gets to stop after SIGINT before it is killed (x scale)
 MAX_RESTARTS = 3  # executors killed and replaced; after that the remaining cells are not run
 REPLAY_SLACK = 10.0  # seconds a replay gets on top of twice what the cells took the first time
 #: The executor alone in namespaces of its own, the first process of its PID namespace, in a
@@ -223,7 +223,7 @@ class Supervisor:
         restart = False
         if reply == "timeout":
             self.executor.interrupt()
-            reply = self.executor.reply(INTERRUPT_GRACE)
+            reply = self.executor.reply(INTERRUPT_GRACE * self.scale)
             if not isinstance(reply, dict):
                 reply, restart = {"error": f"{what} (and ignored the interrupt)"}, True
             else:

@@ -21,6 +21,7 @@ not reported: its record says ``tampered``, which makes the result ``tampered``.
 
 import json
 import os
+import signal
 import sys
 
 
@@ -68,7 +69,20 @@ def _probe(run_steps, dumps, broken, request):
                 yield step["key"], dumps(_tampered(changed))
 
 
+def _answer_interrupts():
+    """SIGINT raises ``KeyboardInterrupt`` here, whatever the grader was started with.
+
+    A signal ignored or blocked by a parent stays so across ``exec``, and Python installs its
+    handler only where SIGINT was left at the default: a grader started with ``nohup``, as a
+    script's background job or by a CI runner would otherwise make every cell past its limit
+    ignore the interrupt, be killed, and have the finished cells replayed.
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def main(reply_fd):
+    _answer_interrupts()
     replies = os.fdopen(int(reply_fd), "wb")
     os.set_inheritable(int(reply_fd), False)
 

@@ -19,17 +19,22 @@ a copy of each of its compiled files with that path set to the one the sandbox s
 ``marshal`` round trip, no compiling; a file it cannot read becomes empty, which Python ignores);
 the root launcher (:mod:`autograder.sandbox_launch`) lays that copy over the folder with
 overlayfs, so the originals are not visible. The installation's other files (its build
-configuration, ``libpython``, scripts in its ``bin``) still name the folder it was built for.
+configuration, ``libpython`` and its extension modules, scripts in its ``bin``) name the folder
+it was built for: the copy holds those rewritten too (:func:`_neutral_file`), text files with
+the sandbox's path, binaries with a path of the same length that names the same folder inside
+(``/opt/python`` padded with slashes), so the sandbox sees no host path in them either.
 """
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import importlib.util
 import marshal
 import os
 import shutil
+import stat
 import sys
 import sysconfig
 import tempfile
@@ -64,6 +69,7 @@ KIT_RECORDS = (
 )
 _build_lock = threading.Lock()
 _made: dict[tuple[Folder, Path, int], Path] = {}  #: this process's copies, by folder state
+_held: dict[Path, int] = {}  #: the copies this process uses, and its lock on each
 
 
 @dataclass(frozen=True)
@@ -171,6 +177,58 @@ def _compiled_files(folder: Path, packages: bool) -> list[tuple[str, os.stat_res
     return sorted(found)
 
 
+def _built_for(folder: Path) -> list[bytes]:
+    """The host folders the installation ``folder``'s own files may name: where it is and
+    where it was built for (the same, unless it was moved), longest first."""
+    names = {str(folder)}
+    for variable in ("prefix", "exec_prefix"):
+        value = sysconfig.get_config_var(variable)
+        if (
+            isinstance(value, str)
+            and value.startswith("/")
+            and value.rstrip("/") not in ("", "/usr")
+        ):
+            names.add(value.rstrip("/"))
+    return sorted((name.encode() for name in names), key=len, reverse=True)
+
+
+def _naming_files(folder: Path, names: list[bytes]) -> list[tuple[str, os.stat_result]]:
+    """The installation's regular files (not compiled ones, none in its package folders) whose
+    bytes name one of ``names``."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [name for name in dirs if name not in ("site-packages", "dist-packages")]
+        for name in files:
+            path = os.path.join(root, name)
+            info = os.lstat(path)
+            if name.endswith(".pyc") or not stat.S_ISREG(info.st_mode):
+                continue
+            try:
+                with open(path, "rb") as file:
+                    data = file.read()
+            except OSError:
+                continue
+            if any(host in data for host in names):
+                found.append((os.path.relpath(path, folder), info))
+    return sorted(found)
+
+
+def _neutral_file(data: bytes, names: list[bytes], inside: str) -> bytes:
+    """``data`` with each host folder of ``names`` replaced by ``inside``: as it is in text, and
+    in a binary (a NUL byte) padded with slashes to the host name's length (offsets and string
+    sizes in a compiled library must not move; ``/opt//////python`` is ``/opt/python``)."""
+    binary = b"\0" in data
+    for host in names:
+        new = inside.encode()
+        if binary:
+            if len(new) > len(host):
+                continue  # no shorter spelling: left as it is (the feedback filter remains)
+            head, _, tail = new.rpartition(b"/")
+            new = head + b"/" * (len(host) - len(new)) + b"/" + tail
+        data = data.replace(host, new)
+    return data
+
+
 def _rewrite(source: Path, inside: str, hidden: bool) -> bytes:
     """The compiled file ``source`` with its source path set to ``inside``'s; empty when it is
     not one this interpreter reads, or hidden."""
@@ -186,13 +244,47 @@ def _rewrite(source: Path, inside: str, hidden: bool) -> bytes:
     return data[:16] + marshal.dumps(_neutral_code(code, inside))
 
 
+def _hold(copy: Path) -> bool:
+    """Mark ``copy`` as used by this process for as long as it lives (a shared ``flock`` on
+    ``<copy>.lock``, dropped by the kernel when the process ends, even killed): no other
+    grader removes it meanwhile. False when the copy is gone (removed before the lock)."""
+    if copy in _held:
+        return copy.is_dir()
+    fd = os.open(f"{copy}.lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    if not copy.is_dir():
+        os.close(fd)
+        return False
+    _held[copy] = fd
+    return True
+
+
+def _remove_unused(copy: Path) -> None:
+    """Remove ``copy`` unless a grader process holds it (:func:`_hold`): two graders of
+    different environments on one machine share the installation's copies."""
+    try:
+        fd = os.open(f"{copy}.lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return  # in use
+    try:
+        shutil.rmtree(copy, ignore_errors=True)
+    finally:
+        os.close(fd)  # the lock file stays (removing it would race with a grader opening it)
+
+
 def _prune(cache: Path, days: float = 7.0) -> None:
-    """Remove the copies no grader used for ``days`` (those of environments since removed)."""
+    """Remove the copies no grader used for ``days`` (those of environments since removed),
+    unless a grader process holds one now."""
     limit = time.time() - days * 86400
     for entry in cache.iterdir():
         try:
-            if entry.is_dir() and entry.stat().st_mtime < limit:
-                shutil.rmtree(entry, ignore_errors=True)
+            if entry.is_dir() and entry.stat().st_mtime < limit and entry not in _held:
+                _remove_unused(entry)
         except OSError:
             continue
 
@@ -210,13 +302,16 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
     if made is not None and made.is_dir():
         return made
     files = _compiled_files(folder.outside, folder.packages)
+    names = [] if folder.packages else _built_for(folder.outside)
+    naming = _naming_files(folder.outside, names) if names else []
     state = hashlib.sha256(f"{folder.outside}\0{folder.inside}\0{sys.version}".encode())
     name = state.hexdigest()[:16]
-    for path, info in files:
+    state.update(b"\0".join(names) + b"\n")
+    for path, info in files + naming:
         state.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode())
     target = cache / f"{name}-{state.hexdigest()[:16]}"
     with _build_lock:
-        if target.is_dir():
+        if target.is_dir() and _hold(target):
             os.utime(target)  # in use: kept by _prune
             _made[stamp] = target
             return target
@@ -236,19 +331,32 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
             copy.write_bytes(
                 _rewrite(folder.outside / relative, f"{folder.inside}/{source}", relative in hidden)
             )
-        for root, dirs, names in os.walk(build):
+        for root, dirs, entries in os.walk(build):
             for entry in dirs:
                 os.chmod(os.path.join(root, entry), 0o755)
-            for entry in names:
+            for entry in entries:
                 os.chmod(os.path.join(root, entry), 0o644)
+        for relative, info in naming:  # after the modes: an executable stays one
+            copy = build / relative
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(
+                _neutral_file((folder.outside / relative).read_bytes(), names, folder.inside)
+            )
+            os.chmod(copy, 0o755 if info.st_mode & 0o111 else 0o644)
+            for parent in copy.relative_to(build).parents:
+                os.chmod(build / parent, 0o755)
         build.chmod(0o755)
         try:
             build.rename(target)
         except OSError:  # another grader made it first
             shutil.rmtree(build, ignore_errors=True)
+        if not _hold(target):
+            raise RuntimeError(f"the compiled files' copy {target} was removed while it was made")
         for old in cache.glob(f"{name}-*"):
-            if old != target:
-                shutil.rmtree(old, ignore_errors=True)
+            if old != target and old.is_dir():
+                if old in _held:  # this process's runs take the new state from now on
+                    os.close(_held.pop(old))
+                _remove_unused(old)  # an older state of the same folder, if no grader uses it
         _prune(cache)
     _made[stamp] = target
     return target

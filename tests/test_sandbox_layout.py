@@ -55,6 +55,49 @@ def test_compiled_files_are_copied_with_the_inside_path(tmp_path: Path) -> None:
     assert not stale.exists()  # unused for a week: removed
 
 
+_HOLDER = """
+import sys
+from pathlib import Path
+from autograder.sandbox_layout import Folder, neutral_bytecode
+site, cache, inside = map(Path, sys.argv[1:4])
+print(neutral_bytecode(Folder(site, str(inside), packages=True), cache), flush=True)
+sys.stdin.read()  # holds the copy until told to end
+"""
+
+
+def test_a_copy_another_grader_uses_is_kept_until_it_ends(tmp_path: Path) -> None:
+    """Two graders on one machine (two checkouts, or two environments on one Python
+    installation) share the cache: a newer state of a folder never removes the copy that
+    another living grader process uses; once it has ended, the next change removes it."""
+    import subprocess
+
+    site, cache = tmp_path / "site-packages", tmp_path / "cache"
+    site.mkdir()
+    cache.mkdir()
+    inside = f"{ENVIRONMENT}/lib/python3/site-packages"
+    (site / "a.py").write_text("a = 1\n")
+    py_compile.compile(str(site / "a.py"), doraise=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(site), str(cache), inside],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        held = Path(holder.stdout.readline().strip())
+        assert held.is_dir(), held
+        (site / "b.py").write_text("b = 1\n")
+        py_compile.compile(str(site / "b.py"), doraise=True)
+        newer = neutral_bytecode(Folder(site, inside, packages=True), cache)
+        assert newer != held and held.is_dir()  # the other grader still uses it
+    finally:
+        holder.communicate("", timeout=60)
+    (site / "c.py").write_text("c = 1\n")
+    py_compile.compile(str(site / "c.py"), doraise=True)
+    newest = neutral_bytecode(Folder(site, inside, packages=True), cache)
+    assert newest.is_dir() and not held.exists() and not newer.exists()
+
+
 def test_the_environment_is_shown_at_neutral_paths() -> None:
     view = layout(SYSTEM_DIRS)
     prefix = Path(sys.prefix).resolve()

@@ -54,8 +54,6 @@ import stat
 import subprocess
 import sys
 import sysconfig
-import tempfile
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -63,20 +61,18 @@ from pathlib import Path
 from . import landlock
 from .sandbox import (
     HIDDEN_PACKAGES,
-    PYTHON,
-    SCRATCH,
     SYSTEM_DIRS,
     SandboxLimits,
     SandboxResult,
     SandboxUnavailable,
     _Cgroup,
+    _Pipes,
     _python_dirs,
-    _Reader,
     _root_folder,
+    _supervise,
     _UidLease,
-    _write_all,
+    outside_command,
 )
-from .sandbox_layout import PYTHON_BIN
 
 __all__ = [
     "CONTAINER",
@@ -343,77 +339,36 @@ def run_in_container(
     check_closed()
     folder = _root_folder()
     lease = _UidLease(folder)
-    staging = Path(tempfile.mkdtemp(prefix="container-", dir=folder))
-    staging.chmod(0o711)  # the user passes through to its folders, cannot list
+    staging = lease.staging("container", 0o711)  # the user passes through, cannot list
     cgroup = _Cgroup(f"container-{os.getpid()}-{lease.uid}", limits)
-    channel_read, channel_write = os.pipe()
-    log_read, log_write = os.pipe()
-    stdin_read, stdin_write = os.pipe()
-    keep = [channel_write]
+    pipes = _Pipes()
     try:
-        mapping: dict[str, str] = {}
+        views: dict[str, str] = {}
         for index, (inside, outside) in enumerate(readonly.items()):
             _copy_view(Path(outside), staging / f"view-{index}")
-            mapping[inside] = str(staging / f"view-{index}")
+            views[inside] = str(staging / f"view-{index}")
         work, tmp = staging / "work", staging / "tmp"
         for path in (work, work / "home", tmp):
             path.mkdir(mode=0o700)
             os.chown(path, lease.uid, lease.uid)
-        mapping[SCRATCH] = str(work)
-        # The job's interpreter: the sandbox's neutral name for it is this grader's own Python.
-        mapping[PYTHON] = sys.executable
-        mapping[PYTHON_BIN] = str(Path(sys.executable).parent)
-
-        def real(text: str) -> str:
-            for inside, outside in sorted(mapping.items(), key=lambda kv: -len(kv[0])):
-                text = text.replace(inside, outside)
-            return text
-
-        command = [real(arg) for arg in argv]
-        environment = {name: real(value) for name, value in env.items()}
+        command, environment = outside_command(argv, env, views, work)
         environment["TMPDIR"] = str(tmp)  # its own, instead of the container's shared /tmp
-        environment[channel_variable] = str(channel_write)
+        environment[channel_variable] = str(pipes.channel_write)
         cpu_seconds = int(wall_seconds * (os.cpu_count() or 1)) + 1
         abi = landlock.abi_version()
         fence = None
         if abi > 0:
-            read = [*SYSTEM_DIRS, *map(str, check_environment()), *mapping.values(), "/proc"]
+            read = [*SYSTEM_DIRS, *map(str, check_environment()), *views.values(), "/proc"]
             fence = {"read": read, "write": [str(work), str(tmp), "/dev"], "abi": abi}
-        start = time.monotonic()
-        process = subprocess.Popen(
-            command,
-            cwd=str(work),
-            env=environment,
-            stdin=stdin_read,
-            stdout=log_write,
-            stderr=log_write,
-            pass_fds=keep,
-            start_new_session=True,
-            preexec_fn=lambda: _prepare_child(lease.uid, limits, cgroup, cpu_seconds, fence),
-        )
-        for fd in (stdin_read, log_write, *keep):
-            os.close(fd)
-        keep = []
-        channel = _Reader(channel_read, limits.channel_bytes)
-        log = _Reader(log_read, limits.log_bytes, tail=True)
-        channel.start()
-        log.start()
-        threading.Thread(target=_write_all, args=(stdin_write, stdin), daemon=True).start()
-        timed_out = False
-        try:
-            process.wait(timeout=wall_seconds)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
+
+        def stop(process: subprocess.Popen) -> None:
             _kill_user(lease.uid)  # the whole user: a process that left the group goes too
-            process.wait()
-            cgroup.remove()
-        channel.join(timeout=10)
-        log.join(timeout=2)
-        seconds = time.monotonic() - start
+
+        popen = {"args": command, "cwd": str(work), "env": environment}
+        popen["preexec_fn"] = lambda: _prepare_child(lease.uid, limits, cgroup, cpu_seconds, fence)
+        ended = _supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop)
     finally:
-        for fd in keep:
-            os.close(fd)
+        pipes.close_kept()
         cgroup.remove()
         shutil.rmtree(staging, ignore_errors=True)
         _remove_left_files(lease.uid)
@@ -431,13 +386,8 @@ def run_in_container(
         f"unprivileged user of its own with {memory}; {landlock.describe(abi)}{network}"
     )
     return SandboxResult(
-        returncode=None if timed_out else process.returncode,
-        timed_out=timed_out,
-        seconds=seconds,
+        **vars(ended),
         sandboxed=True,
-        output=bytes(log.data).decode("utf-8", "replace"),
-        channel=channel.lines(),
-        channel_overflow=channel.overflow,
         limits=note,
         uid=lease.uid,
         wall_seconds=wall_seconds,

@@ -52,7 +52,6 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -94,6 +93,9 @@ UID_COUNT = 100_000  #: user ids FIRST_UID ... FIRST_UID + UID_COUNT - 1
 #: Where a grader running as root keeps its staging folders and the locks of the user ids in use
 #: (``<first of these that is root's>/a2c-grading``): never TMPDIR, which may be private.
 ROOT_FOLDERS = ("/run", "/var/tmp", "/tmp")
+#: The staging folders a run keeps there, each named ``<kind>-<its user id>``: the sandbox's
+#: tree (``stage``), an unsandboxed run's copies (``plain``), container mode's (``container``).
+STAGING_KINDS = ("stage", "plain", "container")
 #: Where a grader running as root keeps the neutral copies of compiled files (on disk: large).
 CACHE_FOLDERS = ("/var/cache", "/var/tmp")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")  #: bound from the host (root)
@@ -226,9 +228,20 @@ class _UidLease:
             except BlockingIOError:
                 os.close(fd)
                 continue
-            self.uid, self._fd = uid, fd
+            self.uid, self._fd, self._folder = uid, fd, folder
             return
         raise SandboxUnavailable(f"all {UID_COUNT} sandbox user ids are in use")
+
+    def staging(self, kind: str, mode: int) -> Path:
+        """This run's staging folder, ``<kind>-<uid>`` in root's folder (``kind`` one of
+        :data:`STAGING_KINDS`). The user id is this run's alone, so a folder named after it can
+        only be left by a run that was killed before it cleaned up: it is removed first."""
+        for other in STAGING_KINDS:
+            shutil.rmtree(self._folder / f"{other}-{self.uid}", ignore_errors=True)
+        path = self._folder / f"{kind}-{self.uid}"
+        path.mkdir(mode=mode)
+        path.chmod(mode)
+        return path
 
     def release(self) -> None:
         os.close(self._fd)
@@ -579,6 +592,110 @@ def _write_all(fd: int, data: bytes) -> None:
         pass  # the command ended without reading everything
 
 
+class _Pipes:
+    """A run's three pipes: its channel and its log (read here), its stdin (written here).
+    ``keep`` lists the descriptors the command keeps (``pass_fds``): the channel's write end,
+    and whatever a launcher adds."""
+
+    def __init__(self) -> None:
+        self.channel_read, self.channel_write = os.pipe()
+        self.log_read, self.log_write = os.pipe()
+        self.stdin_read, self.stdin_write = os.pipe()
+        self.keep = [self.channel_write]
+
+    def close_kept(self) -> None:
+        """Close the command's ends that are still open here (after it started, or failed to)."""
+        for fd in self.keep:
+            os.close(fd)
+        self.keep = []
+
+
+@dataclass
+class _Ended:
+    """How a supervised command ended (:func:`_supervise`)."""
+
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    output: str
+    channel: list[bytes]
+    channel_overflow: bool
+
+
+def _supervise(
+    pipes: _Pipes,
+    popen: dict[str, Any],
+    stdin: bytes,
+    wall_seconds: float,
+    limits: SandboxLimits,
+    cgroup: _Cgroup,
+    stop: Any,
+) -> _Ended:
+    """Start ``subprocess.Popen(**popen)`` in a session of its own on ``pipes``, feed it
+    ``stdin``, read its channel and log up to the caps, and end it at ``wall_seconds``:
+    ``stop(process)`` kills everything it started, whether it finished or not (nothing
+    outlives grading), then its cgroup goes. A process that escaped could hold the pipes open:
+    the readers are waited for a little, no more."""
+    start = time.monotonic()
+    process = subprocess.Popen(
+        **popen,
+        stdin=pipes.stdin_read,
+        stdout=pipes.log_write,
+        stderr=pipes.log_write,
+        pass_fds=pipes.keep,
+        start_new_session=True,
+    )
+    for fd in (pipes.stdin_read, pipes.log_write):
+        os.close(fd)
+    pipes.close_kept()
+    channel = _Reader(pipes.channel_read, limits.channel_bytes)
+    log = _Reader(pipes.log_read, limits.log_bytes, tail=True)
+    channel.start()
+    log.start()
+    threading.Thread(target=_write_all, args=(pipes.stdin_write, stdin), daemon=True).start()
+    timed_out = False
+    try:
+        process.wait(timeout=wall_seconds)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        stop(process)
+        process.wait()
+        cgroup.remove()
+    channel.join(timeout=10)
+    log.join(timeout=2)
+    return _Ended(
+        returncode=None if timed_out else process.returncode,
+        timed_out=timed_out,
+        seconds=time.monotonic() - start,
+        output=bytes(log.data).decode("utf-8", "replace"),
+        channel=channel.lines(),
+        channel_overflow=channel.overflow,
+    )
+
+
+def outside_command(
+    argv: Sequence[str], env: Mapping[str, str], views: Mapping[str, str], work: Path
+) -> tuple[list[str], dict[str, str]]:
+    """``argv`` and ``env`` with the sandbox's inside paths (the shown folders ``views``,
+    ``{inside: outside}``; the scratch folder; the neutral interpreter) as the outside folders
+    a run without a sandbox of its own uses: the grader's own Python, ``work`` as scratch."""
+    mapping = {
+        **views,
+        SCRATCH: str(work),
+        PYTHON: sys.executable,
+        PYTHON_BIN: str(Path(sys.executable).parent),
+    }
+    order = sorted(mapping.items(), key=lambda item: -len(item[0]))
+
+    def real(text: str) -> str:
+        for inside, outside in order:
+            text = text.replace(inside, outside)
+        return text
+
+    return [real(arg) for arg in argv], {name: real(value) for name, value in env.items()}
+
+
 def _launcher(launch: dict[str, Any], argv: list[str], keep: list[int]) -> list[str]:
     """The command that starts ``argv`` through :mod:`autograder.sandbox_launch` as root: its
     plan goes on a pipe (whose read end is added to ``keep``), never on a command line."""
@@ -615,11 +732,9 @@ def run_in_sandbox(
         require_sandbox()
     else:
         require_unsandboxed_user()
-    channel_read, channel_write = os.pipe()
-    log_read, log_write = os.pipe()
-    stdin_read, stdin_write = os.pipe()
-    env = {**env, CHANNEL_VARIABLE: str(channel_write)}
-    keep = [channel_write]
+    pipes = _Pipes()
+    env = {**env, CHANNEL_VARIABLE: str(pipes.channel_write)}
+    keep = pipes.keep
     staging: Path | None = None
     lease: _UidLease | None = None
     launch: dict[str, Any] | None = None
@@ -639,8 +754,7 @@ def run_in_sandbox(
                 # (see autograder/sandbox_launch.py), where that user can reach it.
                 folder = _root_folder()
                 lease = _UidLease(folder)
-                staging = Path(tempfile.mkdtemp(prefix="stage-", dir=folder))
-                staging.chmod(0o755)
+                staging = lease.staging("stage", 0o755)
                 root = str(staging / "root")
                 launch = {"root": root, "uid": lease.uid, "binds": [], "copies": []}
                 launch.update(_root_tree(view, shown, limits, lease.uid))
@@ -668,78 +782,38 @@ def run_in_sandbox(
             # Not isolated, but never root (require_unsandboxed_user): a user id of its own, who
             # cannot write the environment, the checkout or the grader's folders; the grader's
             # view copied.
-            mapping: dict[str, str] = {}
+            views: dict[str, str] = {}
             folder = _root_folder()
             lease = _UidLease(folder)
-            staging = Path(tempfile.mkdtemp(prefix="plain-", dir=folder))
-            staging.chmod(0o755)
+            staging = lease.staging("plain", 0o755)
             work = staging / "work"
             launch = {"binds": [], "copies": [], "uid": lease.uid}
             launch.update(_reachable(_python_dirs(), staging))
             for index, (inside, outside) in enumerate(readonly.items()):
                 (staging / str(index)).mkdir(mode=0o755)
                 launch["copies"].append([str(Path(outside).resolve()), str(staging / str(index))])
-                mapping[inside] = str(staging / str(index))
-            mapping[PYTHON] = sys.executable
-            mapping[PYTHON_BIN] = str(Path(sys.executable).parent)
+                views[inside] = str(staging / str(index))
             work.mkdir(mode=0o700)
             (work / "home").mkdir()
             for path in (work, work / "home"):
                 os.chown(path, lease.uid, lease.uid)
-            mapping[SCRATCH] = str(work)
-
-            def real(text: str) -> str:
-                for inside, outside in sorted(mapping.items(), key=lambda kv: -len(kv[0])):
-                    text = text.replace(inside, outside)
-                return text
-
-            command = [real(arg) for arg in argv]
-            environment = {name: real(value) for name, value in env.items()}
+            command, environment = outside_command(argv, env, views, work)
             cwd = str(work)
             executable = None
             command = _launcher(launch, command, keep)
-        start = time.monotonic()
-        process = subprocess.Popen(
-            command,
-            executable=executable,
-            cwd=cwd,
-            env=environment,
-            stdin=stdin_read,
-            stdout=log_write,
-            stderr=log_write,
-            pass_fds=keep,
-            start_new_session=True,
-            preexec_fn=lambda: _limits(limits, cgroup),
-        )
-        for fd in (stdin_read, log_write, *keep):
-            os.close(fd)
-        keep = []
-        channel = _Reader(channel_read, limits.channel_bytes)
-        log = _Reader(log_read, limits.log_bytes, tail=True)
-        channel.start()
-        log.start()
-        threading.Thread(target=_write_all, args=(stdin_write, stdin), daemon=True).start()
-        timed_out = False
-        try:
-            process.wait(timeout=wall_seconds)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            # The whole group goes, whether it finished or not: nothing outlives grading.
-            # (Inside bubblewrap the PID namespace already guarantees it.)
+
+        def stop(process: subprocess.Popen) -> None:
+            # The whole group (inside bubblewrap the PID namespace already ends everything).
             try:
                 os.killpg(process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            process.wait()
-            cgroup.remove()
-        # A process that escaped the group could hold the pipes open: wait a little, no more.
-        channel.join(timeout=10)
-        log.join(timeout=2)
-        seconds = time.monotonic() - start
+
+        popen = {"args": command, "executable": executable, "cwd": cwd, "env": environment}
+        popen["preexec_fn"] = lambda: _limits(limits, cgroup)
+        ended = _supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop)
     finally:
-        for fd in keep:
-            os.close(fd)
+        pipes.close_kept()
         cgroup.remove()
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
@@ -760,13 +834,8 @@ def run_in_sandbox(
             "the working folder by their size"
         )
     return SandboxResult(
-        returncode=None if timed_out else process.returncode,
-        timed_out=timed_out,
-        seconds=seconds,
+        **vars(ended),
         sandboxed=isolate,
-        output=bytes(log.data).decode("utf-8", "replace"),
-        channel=channel.lines(),
-        channel_overflow=channel.overflow,
         limits=note,
         uid=lease.uid if lease is not None else None,
         wall_seconds=wall_seconds,

@@ -6,8 +6,9 @@ see :mod:`autograder.sandbox`); a grader that is not root cannot build it that w
 notebook writes the error texts that feedback quotes. As a second line, every text that came
 out of a sandbox passes through :meth:`Redactor.redact` before it is put in feedback, notes or
 a status: each folder the grader knows of (the checkout, the environment and the Python
-installation, the grader's work folder, the home and working folders, the temporary folder)
-and the run's host user id become ``<host>``. Only the known strings are replaced: this is a
+installation and the folder it was built for, the grader's work folder, root's staging and
+cache folders, the home and working folders, the temporary folder) and the run's host user id
+become ``<host>``. Only the known strings are replaced: this is a
 filter, not the isolation.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +26,21 @@ __all__ = ["HIDDEN", "Redactor"]
 HIDDEN = "<host>"
 #: Folders every Linux machine has: naming them tells a student nothing.
 _COMMON = {"/", "/usr", "/usr/local", "/usr/lib", "/usr/bin", "/bin", "/lib", "/opt", "/tmp"}
+
+
+def _grader_folders() -> list[Path]:
+    """The folders a grader started as root stages runs and caches compiled files in (see
+    :mod:`autograder.sandbox`), wherever they are made; and the folders the Python installation
+    was built for, which its own files (build configuration, ``libpython``) still name."""
+    from .sandbox import CACHE_FOLDERS, ROOT_FOLDERS
+
+    folders = [Path(base) / "a2c-grading" for base in ROOT_FOLDERS]
+    folders += [Path(base) / "a2c-grading-python" for base in CACHE_FOLDERS]
+    for name in ("prefix", "exec_prefix", "BINDIR", "LIBDIR", "LIBPL"):
+        value = sysconfig.get_config_var(name)
+        if isinstance(value, str) and value.startswith("/"):
+            folders.append(Path(value))
+    return folders
 
 
 class Redactor:
@@ -41,6 +58,7 @@ class Redactor:
             Path.home(),
             Path.cwd(),
             Path(tempfile.gettempdir()),
+            *_grader_folders(),
             *map(Path, folders),
         }
         texts = set()

@@ -368,7 +368,11 @@ def test_nothing_of_the_host_layout_reaches_the_sandbox(tmp_path):
     # The walk happened (it found this many folders), and what it sent was the news.
     assert sent["seen"] > 50 and sent["prefix"] == "/opt/venv", sent
     paths, numbers = set(sent["paths"]), {int(n, 16) for n in sent["ids"].split(",") if n}
-    host = {ROOT, Path(sys.prefix), private_tmp, Path("/run/a2c-grading")}
+    import sysconfig
+
+    built_for = Path(sysconfig.get_config_var("prefix"))  # named by the installation's files
+    host = {ROOT, Path(sys.prefix), private_tmp, Path("/run/a2c-grading"), Path(sys.base_prefix)}
+    host |= {built_for} if built_for.parts[:2] != ("/", "usr") else set()
     host = {str(path) for path in host} | {str(path.resolve()) for path in host}
     for found in paths:  # a host folder, or a folder above one (below the top level)
         for path in host:

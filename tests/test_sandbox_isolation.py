@@ -191,6 +191,28 @@ def test_a_sandbox_users_leftover_processes_are_killed() -> None:
     assert _host_uids(token) == set()
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="root's staging folders belong to a root grader")
+def test_a_killed_runs_staging_folder_goes_with_its_user_id(tmp_path: Path) -> None:
+    """A grader killed mid-run (SIGKILL: no clean-up) leaves its staging folder, named after
+    the run's user id; the next run given that id removes it, and nobody else's."""
+    from autograder.sandbox import _root_folder, _UidLease
+
+    folder = _root_folder([str(tmp_path)])
+    lease, other = _UidLease(folder), _UidLease(folder)
+    try:
+        for name in (f"stage-{lease.uid}", f"plain-{lease.uid}", f"stage-{other.uid}"):
+            (folder / name / "root" / "work").mkdir(parents=True)
+            (folder / name / "root" / "work" / "left.txt").write_text("x")
+        staging = lease.staging("container", 0o711)
+        assert staging == folder / f"container-{lease.uid}" and list(staging.iterdir()) == []
+        assert oct(staging.stat().st_mode & 0o777) == "0o711"
+        left = sorted(path.name for path in folder.iterdir() if path.name != "uids")
+        assert left == sorted([f"container-{lease.uid}", f"stage-{other.uid}"]), left
+    finally:
+        lease.release()
+        other.release()
+
+
 @needs_bwrap
 def test_tmp_and_the_working_folder_are_in_memory_and_size_limited() -> None:
     """Writing past the size of /tmp or of the working folder fails; nothing reaches the disk."""

@@ -28,7 +28,8 @@ class                 what the notebook does
 ``report_host_paths`` raises errors holding what it can read of the machine (its environment's
                       paths, the mount table, the user id map, install records) for feedback
 ``encode_host_layout`` walks everything it can read (the mount table, ``/proc/self/*``, ``sys.path``,
-                      module files and their compiled copies, install records, the environment)
+                      module files and their compiled copies, install records, the environment,
+                      the build configuration and the Python installation's own files and libraries)
                       and puts the paths and numbers found, compressed and encoded, into an error
 ``peek_frames``       searches the garbage collector and the callers' frames for expected values
 ``forge_probes``      replaces entries of the runtime's probe table: the model's report a
@@ -314,6 +315,17 @@ def _walk():
             texts += [_read(f"/proc/{pid}/mountinfo"), _read(f"/proc/{pid}/uid_map")]
     for name in [os.path.join(sys.prefix, "pyvenv.cfg"), *glob.glob(sys.prefix + "/bin/*")]:
         texts.append(_read(name).split("\0")[0][:20000])  # the environment's scripts
+    import sysconfig  # the build configuration, and the installation's own files
+    texts += [str(value) for value in sysconfig.get_config_vars().values()]
+    for pattern in ("/bin/*", "/lib/lib*.so*", "/lib/pkgconfig/*", "/lib/python3*/_sysconfigdata*",
+                    "/lib/python3*/config-*/*", "/lib/python3*/lib-dynload/*.so"):
+        for name in glob.glob(sys.base_prefix + pattern)[:300]:
+            try:
+                with open(name, "rb") as f:
+                    data = f.read(64 << 20)
+            except OSError:
+                continue
+            texts.append("\n".join(s.decode() for s in re.findall(rb"[\x20-\x7e]{4,}", data)))
     for module in list(sys.modules.values()):
         for attribute in ("__file__", "__cached__"):
             value = getattr(module, attribute, None)
@@ -356,6 +368,9 @@ def _walk():
     known = ("/opt/venv", "/opt/python", "/grader", "/submission", "/proc", "/dev", "/usr",
              "/etc", "/sys", "/bin", "/lib", "/lib64", "/sbin")
     news = sorted(p for p in prefixes if not any(p == k or p.startswith(k + "/") for k in known))
+    # "/a/b" names every folder below it; a build's relative names ("$(srcdir)/Include/x.h")
+    # start with a capital or a sign, a machine's top folders never do
+    news = [p for p in news if p.count("/") == 2 and re.match(r"/[a-z]", p)]
     report = {"seen": len(prefixes), "prefix": sys.prefix, "paths": news,
               "ids": ",".join(format(n, "x") for n in sorted(numbers) if n >= 1000)}
     return base64.b64encode(zlib.compress(json.dumps(report).encode(), 9)).decode()

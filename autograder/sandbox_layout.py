@@ -27,6 +27,7 @@ the sandbox's path, binaries with a path of the same length that names the same 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import hashlib
@@ -41,6 +42,7 @@ import tempfile
 import threading
 import time
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -244,6 +246,17 @@ def _rewrite(source: Path, inside: str, hidden: bool) -> bytes:
     return data[:16] + marshal.dumps(_neutral_code(code, inside))
 
 
+@contextlib.contextmanager
+def _exclusive(lock: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``lock`` for the ``with`` block (waits for the holder)."""
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _hold(copy: Path) -> bool:
     """Mark ``copy`` as used by this process for as long as it lives (a shared ``flock`` on
     ``<copy>.lock``, dropped by the kernel when the process ends, even killed): no other
@@ -310,7 +323,9 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
     for path, info in files + naming:
         state.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode())
     target = cache / f"{name}-{state.hexdigest()[:16]}"
-    with _build_lock:
+    # One maker per folder on the machine: a second grader (another process, another worker of
+    # the same machine) waits for the copy instead of making it again.
+    with _build_lock, _exclusive(cache / f".{name}.making"):
         if target.is_dir() and _hold(target):
             os.utime(target)  # in use: kept by _prune
             _made[stamp] = target

@@ -37,6 +37,7 @@ from traitlets.config import Config
 # so that the release and the grading course agree.
 from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK, SOURCE_NOTEBOOK
 
+from .gradebook_schema import use_in_process_version
 from .nbgrader_steps import bonus_as_extra_credit
 
 __all__ = [
@@ -146,6 +147,7 @@ def run_nbgrader(
     from nbgrader.apps.api import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
+    use_in_process_version()  # a new gradebook costs no `alembic` process
     with _NBGRADER_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SQLAlchemy's deprecation noise about nbgrader's models
         config = _config(workspace, **settings)

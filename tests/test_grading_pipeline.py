@@ -293,3 +293,24 @@ def test_each_student_is_logged_as_recorded(tmp_path: Path) -> None:
         ("alice", 2.0, "graded"),
         ("bob", 2.0, "graded"),
     ]
+
+
+def test_new_gradebooks_carry_the_schema_revision_alembic_reports(tmp_path: Path) -> None:
+    """The template's gradebook is stamped, without an ``alembic`` process, with the revision
+    that nbgrader's own way (``alembic heads`` as a program) reports."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    from autograder.course import build_template
+
+    template = build_template(tmp_path / "template")
+    database = template.db_url.removeprefix("sqlite:///")
+    with sqlite3.connect(database) as db:
+        stamped = db.execute("SELECT version_num FROM alembic_version").fetchall()
+    with _temp_alembic_ini("sqlite:///" + str(tmp_path / "unused.db")) as ini:
+        alembic = [sys.executable, "-m", "alembic", "-c", ini, "heads"]
+        heads = subprocess.check_output(alembic, text=True)
+    assert stamped == [(heads.split()[0],)], (stamped, heads)

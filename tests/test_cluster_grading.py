@@ -160,18 +160,12 @@ def _class(inbox: Path, names: dict[str, str]) -> None:
 
 
 def test_cluster_grades_the_class_like_the_local_pool(cluster, tmp_path):
-    """Six students through two Dask workers: the local pool's scores, one row each, feedback
-    written here (a machine without bwrap), and a progress bar that shows the workers."""
-    kinds = {"reference": "alice", "release": "carol", "no_policy": "erin"}
-    _class(tmp_path / "pool" / "inbox", {student: kind for kind, student in kinds.items()})
-    local = _cli("local", "--jobs", "2", "--no-feedback", cwd=tmp_path / "pool")
-    assert local.returncode == 0, local.stderr[-3000:]
-    pool = {row["student"]: _scores(row) for row in _rows(tmp_path / "pool" / "local")}
-    by_kind = {kind: pool[student] for kind, student in kinds.items()}
-    assert by_kind == {"reference": FULL, "release": ZERO, "no_policy": NO_POLICY}
-
-    names = {"alice": "reference", "bob": "reference", "carol": "release", "dan": "release"}
-    names |= {"erin": "no_policy", "fay": "no_policy"}
+    """Four students through two Dask workers get the scores the local pool gives each kind
+    (the suite's local gradings assert the same: full marks, 0, the policy's 0), one row each
+    (two identical notebooks under two names), feedback written here (a machine without bwrap),
+    and a progress bar that shows the workers."""
+    by_kind = {"reference": FULL, "release": ZERO, "no_policy": NO_POLICY}
+    names = {"alice": "reference", "bob": "reference", "carol": "release", "erin": "no_policy"}
     _class(tmp_path / "inbox", names)
     no_bwrap = {**ENV, "PATH": str(BIN)}  # the instructor's machine needs no sandbox
     done = _cli("out", "--scheduler", cluster.address, cwd=tmp_path, env=no_bwrap)

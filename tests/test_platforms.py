@@ -38,7 +38,7 @@ from autograder.prairielearn.bundle import ENTRYPOINT, write_bundle
 from autograder.prairielearn.run_grader import prairielearn_results
 from autograder.results import GradeResult, PartScore
 from tests.submissions.course import course_submission
-from tests.submissions.hostile import ATTACKS, hostile_submission
+from tests.submissions.hostile import ATTACKS, COSTLY, hostile_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASE = ROOT / "notebooks" / "a2c.ipynb"
@@ -469,3 +469,42 @@ def test_hostile_corpus_gains_nothing_in_container_mode(platforms, reference_wit
     assert _snapshot(venv) == before, "a notebook changed the grading environment"
     if landlock.abi_version() >= 4:  # without Landlock, the job has the container's network
         assert hits == []
+
+
+@needs_root
+def test_attacks_on_time_cost_one_budget_in_container_mode(platforms):
+    """The corpus's attacks on time (cells that ignore SIGINT and hang on replay, a cell that
+    tries to kill its supervisor), graded in container mode with a 15 s cell limit: each earns
+    nothing, is graded (the runner ended the run, not the wall clock), and costs at most one
+    budget: one cell limit and the reserve."""
+    from autograder.pipeline import RESERVE_SECONDS, WALL_MARGIN
+
+    base = platforms["base"]
+    inbox = base / "costly"
+    shutil.rmtree(inbox, ignore_errors=True)
+    inbox.mkdir()
+    for attack in COSTLY:
+        nbformat.write(hostile_submission(attack, token=TOKEN), inbox / f"t_{attack}.ipynb")
+    source = platforms["gradescope"] / "source"
+    start = time.monotonic()
+    done = subprocess.run(
+        [str(base / "venv" / "bin" / "python"), "-I", "-c",
+         "import sys; sys.path.insert(0, sys.argv[1]); from autograder.cli import main; "
+         "sys.exit(main(sys.argv[2:]))",
+         str(source), "grade-all", "costly", "--out", "costly-out", "--jobs", "2",
+         "--no-feedback", "--timeout", "15"],
+        cwd=base, capture_output=True, text=True, timeout=900,
+        env={**platforms["env"], "A2C_GRADER_TIME_SCALE": "1"},
+    )  # fmt: skip
+    seconds = time.monotonic() - start
+    grades = base / "costly-out" / "grades.csv"
+    assert grades.is_file(), done.stderr[-3000:]
+    rows = {row["student"]: row for row in csv.DictReader(grades.open())}
+    for attack in COSTLY:
+        row = rows[f"t_{attack}"]
+        assert row["status"] == "graded" and "container isolation" in row["notes"], row
+        assert all(float(row[key]) == 0.0 for key in {*FULL, *BONUS}), row
+        if attack != "kill_runner":  # out of its reach: the runner lived on
+            assert "run stopped: " in row["notes"], row
+    # Both at once: one budget each, the sandbox's margin, and the grader's start (a minute).
+    assert seconds < 15 + RESERVE_SECONDS + WALL_MARGIN + 60, seconds

@@ -475,8 +475,8 @@ def test_hostile_corpus_gains_nothing_in_container_mode(platforms, reference_wit
 def test_attacks_on_time_cost_one_budget_in_container_mode(platforms):
     """The corpus's attacks on time (cells that ignore SIGINT and hang on replay, a cell that
     tries to kill its supervisor), graded in container mode with a 15 s cell limit: each earns
-    nothing, is graded (the runner ended the run, not the wall clock), and costs at most one
-    budget: one cell limit and the reserve."""
+    nothing, the hanging one is graded (its runner ended the run, not the wall clock), and
+    each costs at most one budget: one cell limit and the reserve."""
     from autograder.pipeline import RESERVE_SECONDS, WALL_MARGIN
 
     base = platforms["base"]
@@ -500,11 +500,17 @@ def test_attacks_on_time_cost_one_budget_in_container_mode(platforms):
     grades = base / "costly-out" / "grades.csv"
     assert grades.is_file(), done.stderr[-3000:]
     rows = {row["student"]: row for row in csv.DictReader(grades.open())}
-    for attack in COSTLY:
-        row = rows[f"t_{attack}"]
-        assert row["status"] == "graded" and "container isolation" in row["notes"], row
-        assert all(float(row[key]) == 0.0 for key in {*FULL, *BONUS}), row
-        if attack != "kill_runner":  # out of its reach: the runner lived on
-            assert "run stopped: " in row["notes"], row
+    hung = rows["t_ignore_interrupt"]
+    assert hung["status"] == "graded" and "container isolation" in hung["notes"], hung
+    assert all(float(hung[key]) == 0.0 for key in {*FULL, *BONUS}), hung
+    assert "run stopped: " in hung["notes"], hung
+    # Without nested namespaces (Landlock forbids the mounts they need, Docker refuses them)
+    # the cells run beside their runner, as its user, and can kill it: the run is not a grade.
+    killer = rows["t_kill_runner"]
+    if killer["status"] == "graded":
+        assert all(float(killer[key]) == 0.0 for key in {*FULL, *BONUS}), killer
+    else:
+        assert killer["status"].startswith("error: the grading run ended early: "), killer
+        assert killer["total"] == "", killer
     # Both at once: one budget each, the sandbox's margin, and the grader's start (a minute).
     assert seconds < 15 + RESERVE_SECONDS + WALL_MARGIN + 60, seconds

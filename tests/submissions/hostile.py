@@ -493,15 +493,16 @@ PERSISTENT = ("outlive", "write_environment")
 COSTLY = {
     "ignore_interrupt": r'''
 # Every later cell hangs and ignores SIGINT; after a kill, this cell hangs when it is replayed.
-import os, signal, time
+import os, signal, tempfile, time
 from IPython import get_ipython
 def _hang(*args, **kwargs):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         time.sleep(0.1)
-if os.path.exists("/tmp/.{token}"):
+_mark = os.path.join(tempfile.gettempdir(), ".{token}")  # the run's own: kept across kills
+if os.path.exists(_mark):
     _hang()
-open("/tmp/.{token}", "w").close()
+open(_mark, "w").close()
 _calls = []
 def _later(*args, **kwargs):
     _calls.append(1)

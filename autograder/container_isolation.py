@@ -368,7 +368,7 @@ def run_in_container(
         popen["preexec_fn"] = lambda: _prepare_child(lease.uid, limits, cgroup, cpu_seconds, fence)
         ended = _supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop)
     finally:
-        pipes.close_kept()
+        pipes.close()
         cgroup.remove()
         shutil.rmtree(staging, ignore_errors=True)
         _remove_left_files(lease.uid)

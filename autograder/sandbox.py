@@ -54,7 +54,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -602,12 +602,22 @@ class _Pipes:
         self.log_read, self.log_write = os.pipe()
         self.stdin_read, self.stdin_write = os.pipe()
         self.keep = [self.channel_write]
+        self.started = False  #: the command started: the other ends are the readers' now
 
     def close_kept(self) -> None:
         """Close the command's ends that are still open here (after it started, or failed to)."""
         for fd in self.keep:
             os.close(fd)
         self.keep = []
+
+    def close(self) -> None:
+        """Close every end still open here: after a run, or when it failed before starting."""
+        self.close_kept()
+        if not self.started:
+            for fd in (self.channel_read, self.log_read, self.stdin_read, self.stdin_write):
+                os.close(fd)
+            os.close(self.log_write)
+            self.started = True  # closed once
 
 
 @dataclass
@@ -629,7 +639,7 @@ def _supervise(
     wall_seconds: float,
     limits: SandboxLimits,
     cgroup: _Cgroup,
-    stop: Any,
+    stop: Callable[[subprocess.Popen], None],
 ) -> _Ended:
     """Start ``subprocess.Popen(**popen)`` in a session of its own on ``pipes``, feed it
     ``stdin``, read its channel and log up to the caps, and end it at ``wall_seconds``:
@@ -645,6 +655,7 @@ def _supervise(
         pass_fds=pipes.keep,
         start_new_session=True,
     )
+    pipes.started = True
     for fd in (pipes.stdin_read, pipes.log_write):
         os.close(fd)
     pipes.close_kept()
@@ -813,7 +824,7 @@ def run_in_sandbox(
         popen["preexec_fn"] = lambda: _limits(limits, cgroup)
         ended = _supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop)
     finally:
-        pipes.close_kept()
+        pipes.close()
         cgroup.remove()
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)

@@ -191,6 +191,26 @@ def test_a_sandbox_users_leftover_processes_are_killed() -> None:
     assert _host_uids(token) == set()
 
 
+def test_a_run_that_cannot_start_leaves_no_open_pipe() -> None:
+    """A command that cannot even start (a staging copy failed, a missing program) closes all
+    of its run's pipes: a class of such failures never runs the grader out of descriptors."""
+    from autograder.sandbox import SandboxLimits, _Cgroup, _Pipes, _supervise
+
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        pipes = _Pipes()
+        try:
+            with pytest.raises(FileNotFoundError):
+                popen = {"args": ["/nonexistent/program"]}
+                limits = SandboxLimits()
+                _supervise(pipes, popen, b"", 5, limits, _Cgroup("x", limits, False), print)
+        finally:
+            pipes.close()
+        unused = _Pipes()
+        unused.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 @pytest.mark.skipif(os.getuid() != 0, reason="root's staging folders belong to a root grader")
 def test_a_killed_runs_staging_folder_goes_with_its_user_id(tmp_path: Path) -> None:
     """A grader killed mid-run (SIGKILL: no clean-up) leaves its staging folder, named after

@@ -131,6 +131,9 @@ def test_results_files_follow_each_platforms_schema():
     full.parts = {key: PartScore(p, p, "") for key, p in {**FULL, **BONUS}.items()}
     assert prairielearn_results(full)["score"] == 1.0  # bonus included, at most 1
     assert prairielearn_results(_result("timeout: z"))["score"] == 0.0
+    unreadable = prairielearn_results(_result("unreadable: not a notebook (invalid JSON)"))
+    assert unreadable["gradable"] is False and unreadable["score"] == 0.0
+    assert unreadable["format_errors"] == ["unreadable: not a notebook (invalid JSON)"]
 
 
 def test_find_notebook_picks_the_submission(tmp_path):

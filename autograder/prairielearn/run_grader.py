@@ -6,7 +6,8 @@ graded), ``message`` (the status), ``output`` (status, isolation mode, notes) an
 ``tests`` entry per part with ``name``, ``description``, ``points``, ``max_points``, ``output``
 (the hidden tests' feedback) and ``message``. Part 8 is a test worth 0 that says it is graded by
 hand (the question's manual points). A job with no notebook, or where student code cannot be
-isolated, is ``gradable: false`` with the reason: PrairieLearn then counts no attempt.
+isolated, or whose file is not a readable notebook, is ``gradable: false`` with the reason in
+``format_errors``: PrairieLearn then counts no attempt.
 """
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ MAX_DATA_BYTES = 1024**2  #: data/data.json is read up to this size
 
 
 def prairielearn_results(result: Any) -> dict[str, Any]:
-    """PrairieLearn's ``results.json`` for a :class:`~autograder.results.GradeResult`."""
+    """PrairieLearn's ``results.json`` for a :class:`~autograder.results.GradeResult`; a file
+    that is not a notebook the grader can read (``unreadable: ...``) is not gradable, so the
+    student loses no attempt on it."""
+    if result.status.startswith("unreadable"):
+        return _not_gradable(result.status)
     tests = []
     for row in part_rows(result):
         tests.append(
@@ -60,7 +65,15 @@ def prairielearn_results(result: Any) -> dict[str, Any]:
 
 
 def _not_gradable(why: str) -> dict[str, Any]:
-    return {"gradable": False, "score": 0.0, "message": why, "output": why, "tests": []}
+    """Results PrairieLearn shows as "invalid, not gradable", ``format_errors`` saying why."""
+    return {
+        "gradable": False,
+        "score": 0.0,
+        "message": why,
+        "output": why,
+        "format_errors": [why],
+        "tests": [],
+    }
 
 
 def _notebook_name(root: Path) -> str:

@@ -234,14 +234,33 @@ class _UidLease:
 
     def staging(self, kind: str, mode: int) -> Path:
         """This run's staging folder, ``<kind>-<uid>`` in root's folder (``kind`` one of
-        :data:`STAGING_KINDS`). The user id is this run's alone, so a folder named after it can
-        only be left by a run that was killed before it cleaned up: it is removed first."""
-        for other in STAGING_KINDS:
-            shutil.rmtree(self._folder / f"{other}-{self.uid}", ignore_errors=True)
+        :data:`STAGING_KINDS`). A run removes its folder before it gives its user id back, so
+        a staging folder whose user id nobody holds was left by a run that was killed before it
+        cleaned up: every such folder is removed first (this run's own id included)."""
+        for entry in self._folder.iterdir():
+            kind_of, _, uid = entry.name.partition("-")
+            if kind_of in STAGING_KINDS and uid.isdigit() and not self._held(int(uid)):
+                shutil.rmtree(entry, ignore_errors=True)
         path = self._folder / f"{kind}-{self.uid}"
         path.mkdir(mode=mode)
         path.chmod(mode)
         return path
+
+    def _held(self, uid: int) -> bool:
+        """Whether a living run holds the user id ``uid`` (this one does hold its own)."""
+        if uid == self.uid:
+            return False  # its folder, if any, is a dead run's: this run has only just begun
+        try:
+            fd = os.open(self._folder / "uids" / str(uid), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # a lock taken here goes with the descriptor
+        return False
 
     def release(self) -> None:
         os.close(self._fd)

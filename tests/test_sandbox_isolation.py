@@ -212,25 +212,32 @@ def test_a_run_that_cannot_start_leaves_no_open_pipe() -> None:
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="root's staging folders belong to a root grader")
-def test_a_killed_runs_staging_folder_goes_with_its_user_id(tmp_path: Path) -> None:
+def test_a_killed_runs_staging_folder_goes_with_the_next_run(tmp_path: Path) -> None:
     """A grader killed mid-run (SIGKILL: no clean-up) leaves its staging folder, named after
-    the run's user id; the next run given that id removes it, and nobody else's."""
+    the run's user id, whose lock then nobody holds; the next run removes it, and never the
+    folder of a run that still holds its id."""
     from autograder.sandbox import _root_folder, _UidLease
 
     folder = _root_folder([str(tmp_path)])
-    lease, other = _UidLease(folder), _UidLease(folder)
+    living = _UidLease(folder)
+    dead = _UidLease(folder)
+    dead_uid = dead.uid
+    dead.release()  # as the kernel drops a killed grader's lock
     try:
-        for name in (f"stage-{lease.uid}", f"plain-{lease.uid}", f"stage-{other.uid}"):
+        for name in (f"stage-{dead_uid}", f"plain-{dead_uid}", f"stage-{living.uid}"):
             (folder / name / "root" / "work").mkdir(parents=True)
             (folder / name / "root" / "work" / "left.txt").write_text("x")
-        staging = lease.staging("container", 0o711)
-        assert staging == folder / f"container-{lease.uid}" and list(staging.iterdir()) == []
-        assert oct(staging.stat().st_mode & 0o777) == "0o711"
-        left = sorted(path.name for path in folder.iterdir() if path.name != "uids")
-        assert left == sorted([f"container-{lease.uid}", f"stage-{other.uid}"]), left
+        lease = _UidLease(folder)
+        try:
+            staging = lease.staging("container", 0o711)
+            assert staging == folder / f"container-{lease.uid}" and list(staging.iterdir()) == []
+            assert oct(staging.stat().st_mode & 0o777) == "0o711"
+            left = sorted(path.name for path in folder.iterdir() if path.name != "uids")
+            assert left == sorted([f"container-{lease.uid}", f"stage-{living.uid}"]), left
+        finally:
+            lease.release()
     finally:
-        lease.release()
-        other.release()
+        living.release()
 
 
 @needs_bwrap

@@ -255,7 +255,17 @@ def interrupt_main_after(seconds: float) -> threading.Timer:
 
 def test_keyboard_interrupt_in_step_needs_reset_then_recovers(batch_cls):
     """After Ctrl-C in step(), is step() refused with a clear message until reset() works?"""
+    # Ctrl-C raises KeyboardInterrupt here even when the suite was started with SIGINT ignored
+    # (nohup, a script's background job), as it does in the terminal or notebook a user has.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     fns = [functools.partial(SlowEnv, delay=0.4, episode_length=10)] * 2
+    try:
+        _interrupt_step_then_recover(batch_cls, fns)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt_step_then_recover(batch_cls, fns):
     with batch_cls(fns, seed=0) as batch:
         batch.reset()
         timer = interrupt_main_after(0.1)

@@ -194,25 +194,26 @@ def _built_for(folder: Path) -> list[bytes]:
     return sorted((name.encode() for name in names), key=len, reverse=True)
 
 
-def _naming_files(folder: Path, names: list[bytes]) -> list[tuple[str, os.stat_result]]:
-    """The installation's regular files (not compiled ones, none in its package folders) whose
-    bytes name one of ``names``."""
+def _installation_files(folder: Path) -> list[tuple[str, os.stat_result]]:
+    """The installation's regular files (not compiled ones, none in its package folders): what
+    may name the folder it was built for. Only their metadata is read here."""
     found = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = [name for name in dirs if name not in ("site-packages", "dist-packages")]
         for name in files:
             path = os.path.join(root, name)
             info = os.lstat(path)
-            if name.endswith(".pyc") or not stat.S_ISREG(info.st_mode):
-                continue
-            try:
-                with open(path, "rb") as file:
-                    data = file.read()
-            except OSError:
-                continue
-            if any(host in data for host in names):
+            if not name.endswith(".pyc") and stat.S_ISREG(info.st_mode):
                 found.append((os.path.relpath(path, folder), info))
     return sorted(found)
+
+
+def _names_any(path: Path, names: list[bytes]) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return any(host in data for host in names)
 
 
 def _neutral_file(data: bytes, names: list[bytes], inside: str) -> bytes:
@@ -316,11 +317,11 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
         return made
     files = _compiled_files(folder.outside, folder.packages)
     names = [] if folder.packages else _built_for(folder.outside)
-    naming = _naming_files(folder.outside, names) if names else []
+    installation = _installation_files(folder.outside) if names else []
     state = hashlib.sha256(f"{folder.outside}\0{folder.inside}\0{sys.version}".encode())
     name = state.hexdigest()[:16]
     state.update(b"\0".join(names) + b"\n")
-    for path, info in files + naming:
+    for path, info in files + installation:
         state.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode())
     target = cache / f"{name}-{state.hexdigest()[:16]}"
     # One maker per folder on the machine: a second grader (another process, another worker of
@@ -351,6 +352,8 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
                 os.chmod(os.path.join(root, entry), 0o755)
             for entry in entries:
                 os.chmod(os.path.join(root, entry), 0o644)
+        naming = [(relative, info) for relative, info in installation
+                  if _names_any(folder.outside / relative, names)]  # fmt: skip
         for relative, info in naming:  # after the modes: an executable stays one
             copy = build / relative
             copy.parent.mkdir(parents=True, exist_ok=True)

@@ -632,10 +632,10 @@ class _Pipes:
     def close(self) -> None:
         """Close every end still open here: after a run, or when it failed before starting."""
         self.close_kept()
-        if not self.started:
-            for fd in (self.channel_read, self.log_read, self.stdin_read, self.stdin_write):
+        if not self.started:  # else the readers and the writer own (and close) their ends
+            ends = (self.channel_read, self.log_read, self.log_write)
+            for fd in (*ends, self.stdin_read, self.stdin_write):
                 os.close(fd)
-            os.close(self.log_write)
             self.started = True  # closed once
 
 

@@ -208,14 +208,6 @@ def _installation_files(folder: Path) -> list[tuple[str, os.stat_result]]:
     return sorted(found)
 
 
-def _names_any(path: Path, names: list[bytes]) -> bool:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return False
-    return any(host in data for host in names)
-
-
 def _neutral_file(data: bytes, names: list[bytes], inside: str) -> bytes:
     """``data`` with each host folder of ``names`` replaced by ``inside``: as it is in text, and
     in a binary (a NUL byte) padded with slashes to the host name's length (offsets and string
@@ -247,10 +239,15 @@ def _rewrite(source: Path, inside: str, hidden: bool) -> bytes:
     return data[:16] + marshal.dumps(_neutral_code(code, inside))
 
 
+def _lock_file(path: Path | str) -> int:
+    """A descriptor of the lock file ``path`` (made if missing, never through a link)."""
+    return os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+
+
 @contextlib.contextmanager
 def _exclusive(lock: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``lock`` for the ``with`` block (waits for the holder)."""
-    fd = os.open(lock, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    fd = _lock_file(lock)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -264,7 +261,7 @@ def _hold(copy: Path) -> bool:
     grader removes it meanwhile. False when the copy is gone (removed before the lock)."""
     if copy in _held:
         return copy.is_dir()
-    fd = os.open(f"{copy}.lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    fd = _lock_file(f"{copy}.lock")
     fcntl.flock(fd, fcntl.LOCK_SH)
     if not copy.is_dir():
         os.close(fd)
@@ -277,7 +274,7 @@ def _remove_unused(copy: Path) -> None:
     """Remove ``copy`` unless a grader process holds it (:func:`_hold`): two graders of
     different environments on one machine share the installation's copies."""
     try:
-        fd = os.open(f"{copy}.lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        fd = _lock_file(f"{copy}.lock")
     except OSError:
         return
     try:
@@ -352,14 +349,16 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
                 os.chmod(os.path.join(root, entry), 0o755)
             for entry in entries:
                 os.chmod(os.path.join(root, entry), 0o644)
-        naming = [(relative, info) for relative, info in installation
-                  if _names_any(folder.outside / relative, names)]  # fmt: skip
-        for relative, info in naming:  # after the modes: an executable stays one
+        for relative, info in installation:  # after the modes: an executable stays one
+            try:
+                data = (folder.outside / relative).read_bytes()
+            except OSError:
+                continue
+            if not any(host in data for host in names):
+                continue  # names no host folder: shown as it is
             copy = build / relative
             copy.parent.mkdir(parents=True, exist_ok=True)
-            copy.write_bytes(
-                _neutral_file((folder.outside / relative).read_bytes(), names, folder.inside)
-            )
+            copy.write_bytes(_neutral_file(data, names, folder.inside))
             os.chmod(copy, 0o755 if info.st_mode & 0o111 else 0o644)
             for parent in copy.relative_to(build).parents:
                 os.chmod(build / parent, 0o755)

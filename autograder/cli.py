@@ -51,8 +51,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .assessor import CELL_TIMEOUT
 from .course import SOURCE_NOTEBOOK, NbgraderError
-from .pipeline import CELL_TIMEOUT
 from .report import printable
 from .sandbox import SandboxUnavailable
 
@@ -74,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             metavar="S",
             help=f"per-cell time limit in seconds (default: {CELL_TIMEOUT:g}, "
-            "autograder.pipeline.CELL_TIMEOUT); a notebook's whole run gets one such limit plus "
-            "the reserve (pipeline.RESERVE_SECONDS)",
+            "autograder.assessor.CELL_TIMEOUT); a notebook's whole run gets one such limit plus "
+            "a reserve (autograder.assessor.RESERVE_SECONDS)",
         )
         sub.add_argument(
             "--source",
@@ -254,7 +254,7 @@ def _grade_all(args: argparse.Namespace) -> int:
     from .folders import check_course_dir
     from .late_penalty import parse_late_penalty
     from .outputs import read_rows
-    from .pipeline import Grader, grade_many
+    from .pipeline import ClassSettings, Grader, grade_many
     from .roster import read_roster
     from .submission_times import parse_deadline
 
@@ -291,9 +291,6 @@ def _grade_all(args: argparse.Namespace) -> int:
             with Grader(
                 args.source, timeout=args.timeout, isolate=sandbox_here, course=args.course
             ) as grader:
-                grader.isolate = isolate  # what the workers do
-                grader.deadline, grader.roster = deadline, args.roster  # for the reports
-                grader.late_penalty = args.late_penalty
                 results = grade_many(
                     grader,
                     submissions,
@@ -302,7 +299,8 @@ def _grade_all(args: argparse.Namespace) -> int:
                     jobs=args.jobs,
                     histogram=not args.no_histogram,
                     feedback=not args.no_feedback,
-                    cluster=ClusterGrading(client) if client is not None else None,
+                    cluster=ClusterGrading(client, isolate) if client is not None else None,
+                    settings=ClassSettings(deadline, args.roster, args.late_penalty),
                 )
         except ClusterError as error:
             print(f"error: {error}", file=sys.stderr)

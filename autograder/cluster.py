@@ -8,16 +8,17 @@ Dask cluster serves: ``dask scheduler`` and ``dask worker`` started by hand, das
 
 What runs where:
 
-* a **worker** runs :func:`assess_task`: :meth:`~autograder.pipeline.Grader.assess` (the
+* a **worker** runs :func:`assess_task`: :meth:`~autograder.assessor.Assessor.assess` (the
   sandboxed run and the judgement against the reference). It builds its own
-  :class:`~autograder.pipeline.Grader` once per process and grading settings, from the solution
-  notebook's bytes sent with the task, after checking that its instructor package (``autograder``,
-  ``solutions``, ``course_lib``) has the very files of the instructor's; it refuses
-  (:class:`WorkerRefused`) where the sandbox cannot start, unless ``--no-sandbox`` was given.
+  :class:`~autograder.assessor.Assessor` once per process and grading settings, from the release
+  notebook's bytes sent with the task (no nbgrader runs there), after checking that its
+  instructor package (``autograder``, ``solutions``, ``course_lib``) has the very files of the
+  instructor's; it refuses (:class:`WorkerRefused`) where the sandbox cannot start, unless
+  ``--no-sandbox`` was given.
 * the **instructor's machine** reads each file (:func:`~autograder.submission_file.read_bytes`),
-  sends its bytes, gets :meth:`~autograder.pipeline.Assessment.to_plain` back (JSON-able data,
-  never a pickled student object) and runs :meth:`~autograder.pipeline.Grader.record` (nbgrader,
-  the feedback), one at a time: it is the only writer of grades.
+  sends its bytes, gets :meth:`~autograder.assessor.Assessment.to_plain` back (JSON-able data,
+  never a pickled student object) and hands it to the front end's ``record`` (for ``grade-all``:
+  nbgrader and the feedback), one at a time: it is the only writer of grades.
 
 Faults:
 
@@ -51,17 +52,17 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK
+import nbformat
 
+from .assessor import Assessment, Assessor
 from .collect import Submission
 from .package_digest import package_files
-from .pipeline import Assessment, Grader
 from .results import GradeResult
 from .sandbox import SandboxLimits, SandboxUnavailable
 from .submission_file import UnreadableNotebook, read_bytes
@@ -127,24 +128,26 @@ def connect(address: str, timeout: float = CONNECT_SECONDS) -> Any:
 
 
 # ------------------------------------------------------------------------ on a worker
-_GRADERS: dict[str, Grader] = {}
-_GRADERS_LOCK = threading.Lock()
+#: What a record step does with an assessment: the front end's recording (nbgrader for grade-all).
+Record = Callable[[Assessment], GradeResult]
+_ASSESSORS: dict[str, Assessor] = {}
+_ASSESSORS_LOCK = threading.Lock()
 
 
-def _settings(grader: Grader) -> dict[str, Any]:
-    """What a worker needs to build a Grader like the instructor's (plain data)."""
-    source = grader.template.course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+def _settings(assessor: Assessor, isolate: bool | None = None) -> dict[str, Any]:
+    """What a worker needs to build an Assessor like the instructor's (plain data); ``isolate``
+    (when given) instead of the instructor's own: the workers sandbox, this machine need not."""
     return {
-        "source": source.read_bytes(),
-        "timeout": grader.timeout,
-        "isolate": grader.isolate,
-        "wall_seconds": grader.wall_seconds,
-        "limits": asdict(grader.limits),
+        "source": nbformat.writes(assessor.release).encode(),
+        "timeout": assessor.timeout,
+        "isolate": assessor.isolate if isolate is None else isolate,
+        "wall_seconds": assessor.wall_seconds,
+        "limits": asdict(assessor.limits),
         "package": package_files(),
     }
 
 
-def _build_grader(settings: dict[str, Any], where: str) -> Grader:
+def _build_assessor(settings: dict[str, Any], where: str) -> Assessor:
     theirs, ours = settings["package"], package_files()
     if theirs != ours:
         changed = sorted(n for n in theirs.keys() | ours.keys() if theirs.get(n) != ours.get(n))
@@ -155,13 +158,11 @@ def _build_grader(settings: dict[str, Any], where: str) -> Grader:
         )
     folder = Path(tempfile.mkdtemp(prefix="a2c-worker-"))
     atexit.register(shutil.rmtree, folder, True)
-    source = folder / f"{NOTEBOOK}.ipynb"
-    source.write_bytes(settings["source"])
     try:
-        return Grader(
-            source,
+        return Assessor(
+            nbformat.reads(settings["source"].decode(), as_version=4),
+            folder / "grading",
             timeout=settings["timeout"],
-            workdir=folder / "grading",
             isolate=settings["isolate"],
             wall_seconds=settings["wall_seconds"],
             limits=SandboxLimits(**settings["limits"]),
@@ -174,20 +175,20 @@ def _build_grader(settings: dict[str, Any], where: str) -> Grader:
         ) from None
 
 
-def _worker_grader(settings: dict[str, Any], where: str) -> Grader:
-    """This process's Grader for ``settings``, built on first use."""
+def _worker_assessor(settings: dict[str, Any], where: str) -> Assessor:
+    """This process's Assessor for ``settings``, built on first use."""
     plain = {key: value for key, value in settings.items() if key not in ("source", "package")}
     key = hashlib.sha256(
         json.dumps(plain, sort_keys=True).encode() + hashlib.sha256(settings["source"]).digest()
     ).hexdigest()
-    with _GRADERS_LOCK:
-        if key not in _GRADERS:
-            _GRADERS[key] = _build_grader(settings, where)
-        return _GRADERS[key]
+    with _ASSESSORS_LOCK:
+        if key not in _ASSESSORS:
+            _ASSESSORS[key] = _build_assessor(settings, where)
+        return _ASSESSORS[key]
 
 
 def assess_task(data: bytes, student: str, name: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """The task a worker runs: ``Grader.assess`` of one file's bytes, as plain data.
+    """The task a worker runs: ``Assessor.assess`` of one file's bytes, as plain data.
 
     Raises:
         WorkerRefused: this worker cannot grade (see the message); never because of ``data``.
@@ -195,10 +196,10 @@ def assess_task(data: bytes, student: str, name: str, settings: dict[str, Any]) 
     from distributed import get_worker
 
     worker = get_worker()
-    grader = _worker_grader(settings, f"worker {worker.address} on {socket.gethostname()}")
+    assessor = _worker_assessor(settings, f"worker {worker.address} on {socket.gethostname()}")
     # One thread a notebook, Dask's own convention (its nannies set OMP_NUM_THREADS=1): a worker
     # cannot see the other workers on its machine, and the cluster's threads are its cores.
-    plain = grader.assess(data, student, name, threads=1).to_plain()
+    plain = assessor.assess(data, student, name, threads=1).to_plain()
     plain["worker"] = worker.address
     return plain
 
@@ -228,10 +229,12 @@ def _allowed_failures(client: Any, value: int | None) -> int | None:
 class _ClassOnCluster:
     """One pass over submissions: submit within the cluster's threads, record as they come."""
 
-    def __init__(self, client: Any, grader: Grader, feedback_dir: Path | None, progress: bool):
-        self.client, self.grader, self.feedback_dir = client, grader, feedback_dir
+    def __init__(
+        self, client: Any, assessor: Assessor, record: Record, progress: bool, isolate: bool | None
+    ):
+        self.client, self.record = client, record
         self.progress = progress
-        self.settings = _settings(grader)
+        self.settings = _settings(assessor, isolate)
         self.stopped: str | None = None  # why the class stopped early
 
     def _workers(self) -> tuple[int, int, int]:
@@ -321,9 +324,7 @@ class _ClassOnCluster:
                         results[sub] = outcome
                         bar.update(1)
                     else:
-                        recorded[sub] = recorder.submit(
-                            self.grader.record, outcome, self.feedback_dir
-                        )
+                        recorded[sub] = recorder.submit(self.record, outcome)
                         recorded[sub].add_done_callback(lambda _: bar.update(1))
         except KeyboardInterrupt:
             self.stopped = "interrupted (Ctrl-C) before its grading finished"
@@ -352,14 +353,16 @@ def _not_graded(sub: Submission, why: str) -> GradeResult:
 
 
 def grade_on_cluster(
-    grader: Grader,
+    assessor: Assessor,
+    record: Record,
     submissions: Sequence[Submission],
     scheduler: Any,
-    feedback_dir: Path | None = None,
     progress: bool = True,
+    isolate: bool | None = None,
 ) -> list[GradeResult]:
-    """Assess ``submissions`` on the Dask cluster ``scheduler`` (an address or a ``Client``),
-    record each here with ``grader``; one result per submission, never raises for one.
+    """Assess ``submissions`` on the Dask cluster ``scheduler`` (an address or a ``Client``)
+    as ``assessor`` would, and ``record`` each here, one at a time; one result per submission,
+    never raises for one. ``isolate``: whether the workers sandbox (default: as ``assessor``).
 
     Each submission is assessed once, as :func:`~autograder.pipeline.grade_many` does: a
     notebook whose run failed or timed out costs one grading, not two.
@@ -370,7 +373,7 @@ def grade_on_cluster(
     client = connect(scheduler) if isinstance(scheduler, str) else scheduler
     previous = _allowed_failures(client, ALLOWED_FAILURES)
     try:
-        run = _ClassOnCluster(client, grader, feedback_dir, progress)
+        run = _ClassOnCluster(client, assessor, record, progress, isolate)
         results = run.run(submissions, "grading on the cluster")
         return [results[sub] for sub in submissions]
     finally:
@@ -383,17 +386,20 @@ def grade_on_cluster(
 class ClusterGrading:
     """How :func:`~autograder.pipeline.grade_many` grades a class on a Dask cluster:
     ``grade_many(..., cluster=ClusterGrading(client))`` (``client``: a ``distributed.Client``
-    or a scheduler's address)."""
+    or a scheduler's address; ``isolate``: whether the workers sandbox, default as the
+    instructor's grader)."""
 
-    def __init__(self, scheduler: Any) -> None:
-        self.scheduler = scheduler
+    def __init__(self, scheduler: Any, isolate: bool | None = None) -> None:
+        self.scheduler, self.isolate = scheduler, isolate
 
     def grade_class(
         self,
-        grader: Grader,
+        assessor: Assessor,
+        record: Record,
         submissions: Sequence[Submission],
-        feedback_dir: Path | None,
         progress: bool,
     ) -> list[GradeResult]:
         """:func:`grade_on_cluster` on this cluster."""
-        return grade_on_cluster(grader, submissions, self.scheduler, feedback_dir, progress)
+        return grade_on_cluster(
+            assessor, record, submissions, self.scheduler, progress, self.isolate
+        )

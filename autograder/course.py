@@ -9,8 +9,6 @@ grader::
             source/a2c/a2c.ipynb   the solution notebook (solution cells + hidden tests)
             release/a2c/a2c.ipynb  what `nbgrader generate_assignment` made of it
         db/gradebook.db            the gradebook: outside the course tree (CourseDirectory.db_url)
-        lib/course_lib/            a snapshot of course_lib, shown read-only to the sandbox
-                                   beside the grading runtime (docs/grading.md)
 
 Each submission is recorded once (:func:`autograde`), into the instructor's persistent course
 (:func:`open_course`, ``grade-all --course``) or, without one, into the grader's own course,
@@ -22,7 +20,6 @@ scores in the gradebook and makes the feedback HTML (:func:`generate_feedback`).
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import threading
 import warnings
@@ -51,16 +48,11 @@ __all__ = [
     "build_template",
     "generate_feedback",
     "new_workspace",
-    "read_tree",
     "run_nbgrader",
-    "tree_digest",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_FILE = Path(__file__).resolve().with_name("nbgrader_config.py")
-#: The packages the sandboxed notebook imports, snapshotted into ``lib/``.
-PACKAGES = ("course_lib",)
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.ipynb")
 
 
 class NbgraderError(RuntimeError):
@@ -92,10 +84,6 @@ class CourseTemplate:
         return f"sqlite:///{self.gradebook}"
 
     @property
-    def lib(self) -> Path:
-        return self.root / "lib"
-
-    @property
     def release_notebook(self) -> Path:
         return self.course / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
 
@@ -107,11 +95,6 @@ class CourseTemplate:
 
     def feedback_html(self, student: str) -> Path:
         return self.course / "feedback" / student / ASSIGNMENT / f"{NOTEBOOK}.html"
-
-
-def tree_digest(folder: Path) -> dict[str, str]:
-    """``{relative path: sha256}`` of the files under ``folder``, to detect changed files."""
-    return {name: hashlib.sha256(data).hexdigest() for name, data in read_tree(folder).items()}
 
 
 _NBGRADER_LOCK = threading.Lock()
@@ -162,11 +145,10 @@ def run_nbgrader(
 def build_template(
     dest: Path,
     source_notebook: Path = SOURCE_NOTEBOOK,
-    repo_root: Path = REPO_ROOT,
 ) -> CourseTemplate:
     """Make the template course in the empty or missing folder ``dest``.
 
-    Copies the config, the source notebook and the package snapshot, then runs
+    Copies the config and the source notebook, then runs
     ``nbgrader generate_assignment`` (which records the graded cells and the hidden tests in
     the gradebook and writes the release).
 
@@ -194,23 +176,11 @@ def build_template(
     template.gradebook.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(CONFIG_FILE, template.course / "nbgrader_config.py")
     shutil.copyfile(source_notebook, template.course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
-    for package in PACKAGES:
-        if (repo_root / package).is_dir():
-            shutil.copytree(repo_root / package, template.lib / package, ignore=_IGNORED)
     run_nbgrader(template, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
     bonus_as_extra_credit(template.db_url, ASSIGNMENT, NOTEBOOK)
     if not template.release_notebook.is_file():
         raise NbgraderError(f"generate_assignment wrote no {template.release_notebook}")
     return template
-
-
-def read_tree(folder: Path) -> dict[str, bytes]:
-    """``{relative path: bytes}`` of every file under ``folder`` (caches left out)."""
-    return {
-        str(path.relative_to(folder)): path.read_bytes()
-        for path in sorted(Path(folder).rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts
-    }
 
 
 def open_course(folder: Path, source_notebook: Path = SOURCE_NOTEBOOK) -> CourseTemplate:

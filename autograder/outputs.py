@@ -519,6 +519,7 @@ def write_reports(
     histogram: bool = True,
     feedback_dir: Path | None = None,
     make_feedback: Callable[[Any, str], Path] | None = None,
+    settings: Any = None,
 ) -> list[GradeResult]:
     """:func:`write_outputs` for a :class:`~autograder.pipeline.Grader`'s run (the end of
     :func:`~autograder.pipeline.grade_many`); returns the results sorted by student, each
@@ -527,20 +528,21 @@ def write_reports(
     one (:func:`autograder.roster.name_unnamed`), and the feedback of every student whose late
     penalty is not 0 (or changed) is made again from the course into ``feedback_dir`` with
     ``make_feedback(course, student)`` (nbgrader's feedback, given by the caller): the page made
-    while recording came before the penalty was written."""
+    while recording came before the penalty was written. ``settings``: the class's
+    :class:`~autograder.pipeline.ClassSettings` (deadline, roster, late penalty), if any."""
     import nbformat
 
     course = getattr(grader, "course", None)
     db_url = course.db_url if course is not None else None
-    given = getattr(grader, "deadline", None)  # grade-all --deadline, --roster
+    given = getattr(settings, "deadline", None)  # grade-all --deadline, --roster
     deadline = course_deadline(db_url, ASSIGNMENT, given) if db_url else given
     roster = course_roster(
-        getattr(grader, "roster", None), course.root if course is not None else None, db_url
+        getattr(settings, "roster", None), course.root if course is not None else None, db_url
     )
     if db_url is not None:
         name_unnamed(db_url)
     rule = course_late_penalty(
-        getattr(grader, "late_penalty", None), course.root if course is not None else None
+        getattr(settings, "late_penalty", None), course.root if course is not None else None
     )
     template = getattr(grader, "template", None)
     if template is not None:

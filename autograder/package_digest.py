@@ -12,7 +12,7 @@ import hashlib
 import importlib.util
 from pathlib import Path
 
-from .course import read_tree
+from .file_tree import read_tree
 
 __all__ = ["OWN_PACKAGES", "package_files"]
 

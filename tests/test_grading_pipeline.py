@@ -250,8 +250,9 @@ def test_grade_many_grades_a_failure_once(tmp_path: Path) -> None:
         def __init__(self) -> None:
             self.calls: list[str] = []
 
-        def grade(self, path: Path, student: str, feedback_dir: Path | None, threads: int):
+        def grade(self, path: Path, student: str, feedback_dir: Path | None, threads: int, log):
             self.calls.append(student)
+            log.write(GradeResult(student, source=str(path)))
             status = {"bob": "timeout: too long", "carol": "error: ended early"}.get(student)
             return GradeResult(
                 student, {"add": PartScore(2.0, 2.0, "")}, status or "graded", source=str(path)
@@ -280,15 +281,16 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_each_student_is_logged_as_recorded(tmp_path: Path) -> None:
     """Does every recorded grade reach progress.jsonl at once (a grader that dies keeps them),
     before the class's grades.csv is written?"""
-    from autograder.pipeline import Assessment, Grader
+    from autograder.assessor import Assessment
+    from autograder.pipeline import Grader
     from autograder.progress_log import ProgressLog
 
     grader = Grader.__new__(Grader)  # only the recording's log is exercised here
-    grader.progress = ProgressLog(tmp_path / "progress.jsonl")
+    log = ProgressLog(tmp_path / "progress.jsonl")
     for name in ("alice", "bob"):
         result = GradeResult(name, {"add": PartScore(2.0, 2.0, "ok")}, source=f"{name}.ipynb")
-        assert grader.record(Assessment(result)) is result  # no notebook: nothing to record
-    lines = [json.loads(line) for line in grader.progress.path.read_text().splitlines()]
+        assert grader.record(Assessment(result), log=log) is result  # no notebook: no record
+    lines = [json.loads(line) for line in log.path.read_text().splitlines()]
     assert [(line["student"], line["total"], line["status"]) for line in lines] == [
         ("alice", 2.0, "graded"),
         ("bob", 2.0, "graded"),

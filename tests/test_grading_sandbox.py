@@ -266,7 +266,8 @@ def test_attacks_on_time_cost_one_budget_and_say_why(tmp_path, monkeypatch, atta
     """A notebook that ignores interrupts and hangs on replay, or that tries to kill its
     supervisor, earns nothing and is graded (its runner ended the run, not the wall clock)
     within one budget (one cell limit and a reserve); the notes say why parts were not run."""
-    from autograder.pipeline import WALL_MARGIN, Grader
+    from autograder.assessor import WALL_MARGIN
+    from autograder.pipeline import Grader
 
     # Time scale 1: these attacks earn nothing whatever the load, and ignore_interrupt spends
     # its whole budget (one cell limit and the reserve), which the scale would triple.

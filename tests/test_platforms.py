@@ -480,7 +480,7 @@ def test_attacks_on_time_cost_one_budget_in_container_mode(platforms):
     tries to kill its supervisor), graded in container mode with a 15 s cell limit: each earns
     nothing, the hanging one is graded (its runner ended the run, not the wall clock), and
     each costs at most one budget: one cell limit and the reserve."""
-    from autograder.pipeline import RESERVE_SECONDS, WALL_MARGIN
+    from autograder.assessor import RESERVE_SECONDS, WALL_MARGIN
 
     base = platforms["base"]
     inbox = base / "costly"

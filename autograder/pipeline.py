@@ -60,9 +60,10 @@ from .course import (
 )
 from .course import generate_feedback as nbgrader_feedback
 from .file_tree import read_tree
+from .gradebook_check import check_gradebook
 from .isolation import require_isolation
 from .progress_log import ProgressLog
-from .results import GradeResult, check_gradebook
+from .results import GradeResult
 from .sandbox import DEFAULT_LIMITS, SandboxLimits, require_unsandboxed_user
 from .submission_file import UnreadableNotebook, read_bytes
 

@@ -28,9 +28,10 @@ import pytest
 from autograder.collect import Submission
 from autograder.course import ASSIGNMENT, autograde, open_course
 from autograder.final import export
+from autograder.gradebook_check import check_gradebook
 from autograder.nbgrader_export import CourseExport
 from autograder.outputs import course_points, write_outputs
-from autograder.results import GradeResult, PartScore, check_gradebook
+from autograder.results import GradeResult, PartScore
 from autograder.roster import course_roster
 from autograder.submission_times import course_deadline, parse_deadline
 

@@ -26,14 +26,14 @@ per part with the totals of ``grades.csv`` (full marks 15, part 8 *not graded ye
 ``grade-all`` writes ``grades.csv`` (merged by student with what ``--out`` holds already),
 ``feedback/<student>.html``, ``summary.txt``, ``scores.png`` and ``received/`` (every file as
 submitted) into ``--out`` (default ``grading-output``), prints what changed in ``grades.csv``
-and the class's summary (:mod:`autograder.outputs`). With ``--scheduler`` (or
+and the class's summary (:mod:`autograder.nbgrader.class_reports`). With ``--scheduler`` (or
 ``A2C_DASK_SCHEDULER``) the submissions are graded on that Dask cluster and recorded here
-(:mod:`autograder.cluster`; ``pip install -e '.[cluster]'``).
+(:mod:`autograder.core.cluster`; ``pip install -e '.[cluster]'``).
 
 ``gradescope`` writes the autograder zip to upload to Gradescope (:mod:`autograder.gradescope`);
 ``prairielearn`` writes an externally graded question, its grader and its image recipe
 (:mod:`autograder.prairielearn`). Both grade there as ``grade`` does, in container mode where
-the platform's container refuses bubblewrap (:mod:`autograder.container_isolation`).
+the platform's container refuses bubblewrap (:mod:`autograder.core.container_isolation`).
 
 ``export`` reads part 8 (graded by hand in formgrader) from the course's gradebook into
 ``grades.csv`` and makes every student's final feedback (``feedback/<student>.html``).
@@ -51,10 +51,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .assessor import CELL_TIMEOUT
-from .course import SOURCE_NOTEBOOK, NbgraderError
-from .report import printable
-from .sandbox import SandboxUnavailable
+from autograder.core.assessor import CELL_TIMEOUT
+from autograder.core.report import printable
+from autograder.core.sandbox import SandboxUnavailable
+from autograder.nbgrader.course import SOURCE_NOTEBOOK, NbgraderError
 
 __all__ = ["build_parser", "main"]
 
@@ -74,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             metavar="S",
             help=f"per-cell time limit in seconds (default: {CELL_TIMEOUT:g}, "
-            "autograder.assessor.CELL_TIMEOUT); a notebook's whole run gets one such limit plus "
-            "a reserve (autograder.assessor.RESERVE_SECONDS)",
+            "autograder.core.assessor.CELL_TIMEOUT); a notebook's whole run gets one such limit plus "
+            "a reserve (autograder.core.assessor.RESERVE_SECONDS)",
         )
         sub.add_argument(
             "--source",
@@ -188,12 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _platform(args: argparse.Namespace) -> int:
     if args.command == "gradescope":
-        from .gradescope.bundle import build_zip
+        from autograder.gradescope.bundle import build_zip
 
         names = build_zip(args.out)
         print(f"{args.out}: {len(names)} files; upload it as the assignment's autograder")
         return 0
-    from .prairielearn.bundle import write_bundle
+    from autograder.prairielearn.bundle import write_bundle
 
     names = write_bundle(args.out, args.image)
     print(
@@ -208,7 +208,7 @@ def _student_of(path: Path) -> str:
     """The student ``grade-all PATH`` would name for the one file ``path`` (``""``: none)."""
     import tempfile
 
-    from .collect import collect
+    from autograder.core.collect import collect
 
     with tempfile.TemporaryDirectory(prefix="a2c-collect-") as scratch:
         submissions, _ = collect([path], Path(scratch))
@@ -216,8 +216,8 @@ def _student_of(path: Path) -> str:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .pipeline import Grader
-    from .report import format_table
+    from autograder.core.report import format_table
+    from autograder.nbgrader.grader import Grader
 
     if not args.path.is_file():
         print(
@@ -249,14 +249,14 @@ def _grade(args: argparse.Namespace) -> int:
 def _grade_all(args: argparse.Namespace) -> int:
     import tempfile
 
-    from .cluster import ClusterError, ClusterGrading, connect, scheduler_address
-    from .collect import collect
-    from .folders import check_course_dir
-    from .late_penalty import parse_late_penalty
-    from .outputs import read_rows
-    from .pipeline import ClassSettings, Grader, grade_many
-    from .roster import read_roster
-    from .submission_times import parse_deadline
+    from autograder.core.cluster import ClusterError, ClusterGrading, connect, scheduler_address
+    from autograder.core.collect import collect
+    from autograder.nbgrader.class_reports import read_rows
+    from autograder.nbgrader.folders import check_course_dir
+    from autograder.nbgrader.grader import ClassSettings, Grader, grade_many
+    from autograder.nbgrader.late_penalty import parse_late_penalty
+    from autograder.nbgrader.roster import read_roster
+    from autograder.nbgrader.submission_times import parse_deadline
 
     deadline = parse_deadline(args.deadline) if args.deadline else None
     if args.late_penalty is not None:
@@ -320,7 +320,7 @@ def _grade_all(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .final import export
+    from autograder.nbgrader.final_export import export
 
     done = export(args.course, args.out, feedback=not args.no_feedback)
     print(printable(done))

@@ -6,9 +6,9 @@ submission in a folder and the course's files next to it. This module is what bo
 
 * :func:`close_folders` takes other users' permissions from the platform's copy of the course
   and its results folder before any student code runs (container mode then refuses nothing
-  and shows nothing of them: :mod:`autograder.container_isolation`);
+  and shows nothing of them: :mod:`autograder.core.container_isolation`);
 * :func:`find_notebook` picks the submitted ``.ipynb`` (a bounded walk);
-* :func:`grade_notebook` grades it with the same :class:`~autograder.pipeline.Grader` as
+* :func:`grade_notebook` grades it with the same :class:`~autograder.nbgrader.grader.Grader` as
   ``grade`` and ``grade-all`` (secret cases, plain-data records, judged in this process);
 * :func:`part_rows` lists the result per part, the bonus and the part graded by hand marked;
 * :func:`write_json` writes the platform's results file atomically, as root, after grading:
@@ -96,7 +96,7 @@ def grading_requirements(root: Path = KIT_ROOT) -> str:
 def close_folders(folders: Iterable[Path]) -> list[Path]:
     """Make ``folders`` (created when missing) root's alone, with the reference and the judges
     wherever Python imports them from; returns what was closed."""
-    from .container_isolation import close_grader_files
+    from autograder.core.container_isolation import close_grader_files
 
     paths = []
     for folder in folders:
@@ -139,9 +139,9 @@ def find_notebook(folder: Path, preferred: str = "a2c.ipynb") -> tuple[Path | No
 
 def grade_notebook(path: Path, student: str) -> Any:
     """Grade ``path`` as ``grade`` does (the sandbox, else container mode); a
-    :class:`~autograder.results.GradeResult`. Raises
-    :class:`~autograder.sandbox.SandboxUnavailable` when student code cannot be isolated."""
-    from .pipeline import Grader
+    :class:`~autograder.core.results.GradeResult`. Raises
+    :class:`~autograder.core.sandbox.SandboxUnavailable` when student code cannot be isolated."""
+    from autograder.nbgrader.grader import Grader
 
     with Grader(isolate=True) as grader:
         return grader.grade(path, student=student)
@@ -151,7 +151,7 @@ def part_rows(result: Any) -> list[PartRow]:
     """The result per autograded part, in the notebook's order, then each part graded by hand
     (its points are the platform's to give). A result that is not ``graded`` scores 0 in every
     row; its feedback stays, for the student and the instructor to read."""
-    from .checks import BONUS_PARTS, PART_NAMES
+    from autograder.core.judges import BONUS_PARTS, PART_NAMES
 
     graded = result.status == "graded"
     rows = []

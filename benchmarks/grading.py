@@ -6,7 +6,7 @@ Run from the repository root::
     python -m benchmarks.grading --copies 4 --serial   # also grade the copies with --jobs 1
     python -m benchmarks.grading --jobs 2 --cluster-workers 2   # local pool vs. Dask cluster
 
-Measures, through the real pipeline (``autograder.pipeline``: the bubblewrap sandbox, judging,
+Measures, through the real pipeline (``autograder.nbgrader.grader``: the bubblewrap sandbox, judging,
 nbgrader's gradebook and feedback):
 
 1. **one submission**: seconds for ``Grader.grade`` on the reference notebook, in the sandbox
@@ -37,9 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.collect import Submission
-from autograder.course import SOURCE_NOTEBOOK
-from autograder.pipeline import Grader, grade_many
+from autograder.core.collect import Submission
+from autograder.nbgrader.course import SOURCE_NOTEBOOK
+from autograder.nbgrader.grader import Grader, grade_many
 
 __all__ = ["main"]
 
@@ -83,7 +83,7 @@ def _on_cluster(grader: Grader, subs: list[Submission], out: Path, workers: int)
     """``_grade_folder`` on a local Dask cluster of ``workers`` single-thread processes."""
     from distributed import Client, LocalCluster
 
-    from autograder.cluster import ClusterGrading
+    from autograder.core.cluster import ClusterGrading
 
     with (
         LocalCluster(

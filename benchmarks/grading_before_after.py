@@ -72,7 +72,7 @@ def side_by_side(ref: str, rounds: int) -> None:
 
 
 def breakdown(rounds: int) -> None:
-    from autograder.pipeline import Grader
+    from autograder.nbgrader.grader import Grader
 
     start = time.perf_counter()
     with Grader() as grader:

@@ -46,7 +46,7 @@ _RECORD_SCRIPT = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    from autograder.pipeline import Assessment, Grader
+    from autograder.nbgrader.grader import Assessment, Grader
     notebook, folder, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
     found = {}
     for label, course in (("course", folder / "course"), ("no course", None)):

@@ -91,7 +91,7 @@ _URL_LINE = re.compile(r'^STUDENT_REPO_URL = ".*"$', re.MULTILINE)
 _BADGE = re.compile(r"\(https://colab\.research\.google\.com/github/[^)]*\)|\(COLAB_LINK\)")
 
 # A minimal nbgrader configuration: the course id and the stub every solution becomes. The same
-# settings stand in autograder/nbgrader_config.py (solutions may not import autograder); a test
+# settings stand in autograder/nbgrader/config.py (solutions may not import autograder); a test
 # (test_release_build_and_grading_share_the_stub_settings) fails when the two disagree.
 _NBGRADER_CONFIG = """\
 c = get_config()  # noqa: F821

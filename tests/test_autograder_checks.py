@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.checks import PART_KEYS, PART_NAMES, subchecks
-from autograder.judging import grade_part, judge_part, make_plan, run_part
-from autograder.runtime.harness import guarded
+from autograder.core.judges import PART_KEYS, PART_NAMES, subchecks
+from autograder.core.judging import grade_part, judge_part, make_plan, run_part
+from autograder.sandboxed.grading_runtime.harness import guarded
 from course_lib.checks.properties import chi_square_p_value
 from solutions import reference
 from tests.buggy_parts import CORPUS
@@ -187,7 +187,7 @@ def test_partial_credit_through_a_real_kernel(tmp_path):
     from nbgrader.utils import determine_grade
 
     cells = [
-        "from autograder.judging import grade_part\n"
+        "from autograder.core.judging import grade_part\n"
         "from tests.buggy_parts import CORPUS\n"
         "answers = {e.id: e.candidate for e in CORPUS}",
         "import os\nos.environ['A2C_GRADER_TIME_SCALE'] = '0.03'\n"

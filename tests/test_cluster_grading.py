@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.sandbox import bwrap_works
+from autograder.core.sandbox import bwrap_works
 from tests.submissions.course import course_submission
 from tests.test_grading_sandbox import FULL, RELEASE
 
@@ -76,7 +76,7 @@ class LocalCluster:
                     "1",
                     "--no-dashboard",
                     "--preload",
-                    "autograder.cluster",
+                    "autograder.core.cluster",
                     "--local-directory",
                     str(folder / f"scratch{index}"),
                     env=worker_env,

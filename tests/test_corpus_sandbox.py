@@ -26,12 +26,12 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.checks import PART_KEYS, subchecks
-from autograder.collect import Submission
-from autograder.judging import run_part
-from autograder.pipeline import Grader, grade_many
-from autograder.results import PartScore
-from autograder.sandbox import bwrap_works
+from autograder.core.collect import Submission
+from autograder.core.judges import PART_KEYS, subchecks
+from autograder.core.judging import run_part
+from autograder.core.results import PartScore
+from autograder.core.sandbox import bwrap_works
+from autograder.nbgrader.grader import Grader, grade_many
 from tests.buggy_parts import CORPUS, PART_NAMES, Entry
 from tests.submissions.course import SOURCE, corpus_source, course_submission
 

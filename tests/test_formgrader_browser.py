@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import ASSIGNMENT, NOTEBOOK, open_course
-from autograder.final import export
-from autograder.late_penalty import course_late_penalty
-from autograder.roster import name_unnamed
+from autograder.nbgrader.course import ASSIGNMENT, NOTEBOOK, open_course
+from autograder.nbgrader.final_export import export
+from autograder.nbgrader.late_penalty import course_late_penalty
+from autograder.nbgrader.roster import name_unnamed
 from tests.test_part8_policy import _grade, _lms, _scores
 
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")

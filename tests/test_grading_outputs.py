@@ -21,10 +21,10 @@ import nbformat
 import pytest
 
 from autograder.cli import main
-from autograder.collect import collect
-from autograder.folders import CourseFolderError, check_course_dir, keep_received
-from autograder.nbgrader_steps import sanitize_markdown
-from autograder.outputs import (
+from autograder.core.collect import collect
+from autograder.core.report import csv_cell, format_table, printable
+from autograder.core.results import GradeResult, PartScore
+from autograder.nbgrader.class_reports import (
     NOT_GRADED_YET,
     CoursePoints,
     course_points,
@@ -33,8 +33,8 @@ from autograder.outputs import (
     summary_text,
     write_outputs,
 )
-from autograder.report import csv_cell, format_table, printable
-from autograder.results import GradeResult, PartScore
+from autograder.nbgrader.folders import CourseFolderError, check_course_dir, keep_received
+from autograder.nbgrader.steps import sanitize_markdown
 from solutions import build_notebooks as bn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,7 +169,7 @@ def test_one_set_of_totals_and_part_8_not_graded_yet(tmp_path: Path) -> None:
 
 def test_rows_that_never_ran_and_duplicates(tmp_path: Path) -> None:
     """An unreadable file is not 'sandboxed yes'; a duplicate is noted in its student's row."""
-    from autograder.collect import Problem, Submission
+    from autograder.core.collect import Problem, Submission
 
     older = _write(tmp_path / "in" / "dan" / "a2c.ipynb", '{"older": 1}')
     newer = _write(tmp_path / "in" / "dan" / "a2c (1).ipynb", '{"newer": 1}')

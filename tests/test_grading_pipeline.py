@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 from traitlets.utils.importstring import import_item
 
-from autograder import nbgrader_config
 from autograder.cli import main
-from autograder.collect import collect, student_id
-from autograder.nbgrader_steps import HideGradedTracebacks, TrustedScores
-from autograder.pipeline import grade_many
-from autograder.results import GradeResult, PartScore
-from autograder.runtime.record import RecordError, dumps, loads
+from autograder.core.collect import collect, student_id
+from autograder.core.results import GradeResult, PartScore
+from autograder.nbgrader import config as nbgrader_config
+from autograder.nbgrader.grader import grade_many
+from autograder.nbgrader.steps import HideGradedTracebacks, TrustedScores
+from autograder.sandboxed.grading_runtime.record import RecordError, dumps, loads
 from tests.submissions.tiny import POINTS, tiny_submission
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,8 +187,8 @@ def _result(student: str, status: str = "graded", **scores: float) -> GradeResul
 
 def test_reports_csv_summary_and_histogram(tmp_path: Path) -> None:
     """Does the CSV hold one row per student, status first, and no bare number unless graded?"""
-    from autograder.outputs import CoursePoints, summary_text, write_outputs
-    from autograder.report import format_table
+    from autograder.core.report import format_table
+    from autograder.nbgrader.class_reports import CoursePoints, summary_text, write_outputs
 
     results = [
         _result("bob", add=2.0, mul=1.5),
@@ -258,7 +258,7 @@ def test_grade_many_grades_a_failure_once(tmp_path: Path) -> None:
                 student, {"add": PartScore(2.0, 2.0, "")}, status or "graded", source=str(path)
             )
 
-    from autograder.collect import Submission
+    from autograder.core.collect import Submission
 
     names = ("alice", "bob", "carol")
     subs = [Submission(name, tmp_path / f"{name}.ipynb", 0.0) for name in names]
@@ -281,9 +281,9 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_each_student_is_logged_as_recorded(tmp_path: Path) -> None:
     """Does every recorded grade reach progress.jsonl at once (a grader that dies keeps them),
     before the class's grades.csv is written?"""
-    from autograder.assessor import Assessment
-    from autograder.pipeline import Grader
-    from autograder.progress_log import ProgressLog
+    from autograder.core.assessor import Assessment
+    from autograder.nbgrader.grader import Grader
+    from autograder.nbgrader.progress_log import ProgressLog
 
     grader = Grader.__new__(Grader)  # only the recording's log is exercised here
     log = ProgressLog(tmp_path / "progress.jsonl")
@@ -306,7 +306,7 @@ def test_new_gradebooks_carry_the_schema_revision_alembic_reports(tmp_path: Path
 
     from nbgrader.dbutil import _temp_alembic_ini
 
-    from autograder.course import build_template
+    from autograder.nbgrader.course import build_template
 
     template = build_template(tmp_path / "template")
     database = template.db_url.removeprefix("sqlite:///")
@@ -322,7 +322,7 @@ def test_a_notebook_run_in_solutions_is_no_change_to_the_grader() -> None:
     """A self-learner runs solutions/a2c.ipynb in its folder (plot and video appear there) while
     a grader runs: the grader's digest of its own files stays the same. (A changed module is
     caught: the persistence tests of test_grading_sandbox.py.)"""
-    from autograder.package_digest import package_files
+    from autograder.core.package_digest import package_files
 
     before = package_files()
     folder = Path(__file__).resolve().parent.parent / "solutions"

@@ -30,7 +30,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.sandbox import bwrap_works
+from autograder.core.sandbox import bwrap_works
 from tests.submissions.course import MISBEHAVING, course_submission
 from tests.submissions.hostile import ATTACKS, COSTLY, PERSISTENT, hostile_submission
 
@@ -266,8 +266,8 @@ def test_attacks_on_time_cost_one_budget_and_say_why(tmp_path, monkeypatch, atta
     """A notebook that ignores interrupts and hangs on replay, or that tries to kill its
     supervisor, earns nothing and is graded (its runner ended the run, not the wall clock)
     within one budget (one cell limit and a reserve); the notes say why parts were not run."""
-    from autograder.assessor import WALL_MARGIN
-    from autograder.pipeline import Grader
+    from autograder.core.assessor import WALL_MARGIN
+    from autograder.nbgrader.grader import Grader
 
     # Time scale 1: these attacks earn nothing whatever the load, and ignore_interrupt spends
     # its whole budget (one cell limit and the reserve), which the scale would triple.
@@ -293,7 +293,7 @@ def test_an_honest_hanging_cell_costs_only_its_time(tmp_path, monkeypatch):
     interrupted at the cell limit, and every part is still graded in full: the budget's
     reserve is left for the rest. The grader is started as ``nohup`` or a script's background
     job would start it, with SIGINT ignored, which its children inherit."""
-    from autograder.pipeline import Grader
+    from autograder.nbgrader.grader import Grader
 
     monkeypatch.setenv("A2C_GRADER_TIME_SCALE", "3")
     path = tmp_path / "loop.ipynb"
@@ -316,7 +316,7 @@ def test_feedback_names_no_host_path_or_user(tmp_path):
     nothing of the machine's layout left in."""
     import re
 
-    from autograder.pipeline import Grader
+    from autograder.nbgrader.grader import Grader
 
     path = tmp_path / "nosy.ipynb"
     nbformat.write(hostile_submission("report_host_paths"), path)
@@ -401,7 +401,7 @@ def _as_user(uid: int, argv: list[str], cwd: Path, env: dict[str, str]):
     import shutil
     import tempfile
 
-    from autograder import sandbox
+    from autograder.core import sandbox
 
     staging = Path(tempfile.mkdtemp(prefix="as-user-", dir="/tmp"))
     staging.chmod(0o755)

@@ -26,12 +26,12 @@ import numpy as np
 import pytest
 
 import course_lib
-from autograder import runtime
-from autograder.channel import load_record
-from autograder.checks import PART_KEYS, PART_NAMES, subchecks
-from autograder.judging import judge_part, make_plan, run_part
-from autograder.runtime.harness import run_steps
-from autograder.runtime.record import RecordError, dumps, loads
+from autograder.core.channel import load_record
+from autograder.core.judges import PART_KEYS, PART_NAMES, subchecks
+from autograder.core.judging import judge_part, make_plan, run_part
+from autograder.sandboxed import grading_runtime as runtime
+from autograder.sandboxed.grading_runtime.harness import run_steps
+from autograder.sandboxed.grading_runtime.record import RecordError, dumps, loads
 from solutions import reference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,7 +163,7 @@ def test_feedback_never_shows_the_references_numbers(part, scenario, reference_r
     assert result.score < 10
     hidden = _numbers(records[part])
     if part == "policy":
-        from autograder.checks.policy import _expected
+        from autograder.core.judges.policy import _expected
 
         case = plan["parts"][part][0]["case"]
         hidden += [
@@ -266,7 +266,7 @@ def test_nothing_students_or_the_sandbox_can_import_answers_a_part():
     part (probes and judges in-process, a short time limit)?"""
     offered = {**_callables(course_lib), **_callables(runtime)}
     assert "course_lib.checks.fixtures.ValuePolicy" in offered
-    assert "autograder.runtime.fixtures.TwoHeadModel" in offered
+    assert "autograder.sandboxed.grading_runtime.fixtures.TwoHeadModel" in offered
     scores = {}
     for name, value in sorted(offered.items()):
         if name.startswith(SLOW):
@@ -290,7 +290,7 @@ def test_the_student_package_holds_no_grading_runtime():
 def test_the_runtime_imports_only_itself_and_what_the_sandbox_has():
     """Relative imports among its modules, the standard library, numpy, torch and course_lib's
     public modules: nothing of autograder, solutions or a private course_lib module."""
-    for path in sorted((ROOT / "autograder" / "runtime").glob("*.py")):
+    for path in sorted((ROOT / "autograder" / "sandboxed" / "grading_runtime").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level:
                 continue
@@ -312,7 +312,7 @@ def test_the_runtime_imports_only_itself_and_what_the_sandbox_has():
 def test_the_runtime_works_as_the_top_level_package_grading_runtime(tmp_path):
     """Mounted as ``grading_runtime`` beside nothing else of the grader, does it run a plan's
     steps and write records the grader reads?"""
-    (tmp_path / "grading_runtime").symlink_to(ROOT / "autograder" / "runtime")
+    (tmp_path / "grading_runtime").symlink_to(ROOT / "autograder" / "sandboxed" / "grading_runtime")
     plan = make_plan(4)
     (tmp_path / "steps.json").write_text(dumps(plan["parts"]["merge_time_batch"]))
     code = (
@@ -363,7 +363,7 @@ def _stub(*args, **kwargs):
 def _forge(monkeypatch):
     """Run the ``forge_probes`` attack's cell in this process (``grading_runtime`` is this
     runtime); returns the probe table as it was before."""
-    from autograder.runtime import fixtures, harness, probes, record
+    from autograder.sandboxed.grading_runtime import fixtures, harness, probes, record
     from tests.submissions.hostile import ATTACKS
 
     monkeypatch.setitem(sys.modules, "grading_runtime", runtime)
@@ -380,7 +380,7 @@ def _forge(monkeypatch):
 def forged_probes(monkeypatch):
     """The attack on a copy of the probe table: what the student's process reports when a cell
     replaced the table's entries (no seal checked)."""
-    from autograder.runtime import probes
+    from autograder.sandboxed.grading_runtime import probes
 
     monkeypatch.setattr(probes, "PROBES", dict(probes.PROBES))
     return _forge(monkeypatch)
@@ -404,7 +404,7 @@ def test_the_fixture_network_alone_opens_no_policy_gate(forged_probes):
     """Outputs recomputed with the fixture network the sandbox holds, and no sampling done:
     the gate (outputs, log-probabilities of drawn actions, sampling) stays closed and no
     property earns."""
-    from autograder.runtime import probes
+    from autograder.sandboxed.grading_runtime import probes
 
     probes.PROBES["policy_samples"] = forged_probes["policy_samples"]  # the real probe: stub
     plan = make_plan(4)
@@ -417,7 +417,7 @@ def test_the_fixture_network_alone_opens_no_policy_gate(forged_probes):
 
 def _executor():
     spec = importlib.util.spec_from_file_location(
-        "a2c_executor", ROOT / "autograder" / "in_sandbox" / "executor.py"
+        "a2c_executor", ROOT / "autograder" / "sandboxed" / "bin" / "executor.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -434,7 +434,7 @@ def _sealed_records(part, plan, seal, candidate=_stub):
 
 
 def _seal():
-    from autograder.runtime import fixtures, harness, integrity, probes, record
+    from autograder.sandboxed.grading_runtime import fixtures, harness, integrity, probes, record
 
     return integrity.Seal.capture((runtime, harness, probes, fixtures, record, integrity))
 
@@ -442,7 +442,7 @@ def _seal():
 def test_the_seal_turns_a_patched_probe_table_into_tampered_records(monkeypatch):
     """Sealed before the cells ran, then the attack's cell: every record of every part says
     ``tampered``, earns 0 and marks the part malformed (the grader's ``tampered`` status)."""
-    from autograder.runtime import probes
+    from autograder.sandboxed.grading_runtime import probes
 
     monkeypatch.setattr(probes, "PROBES", dict(probes.PROBES))
     seal = _seal()
@@ -464,7 +464,7 @@ class _PatchesWhileProbed:
     """A Policy whose constructor rewrites a probe function's code while its step runs."""
 
     def __init__(self, model):
-        from autograder.runtime import probes
+        from autograder.sandboxed.grading_runtime import probes
 
         probes._reaches.__code__ = (lambda output, parameters: True).__code__
 
@@ -475,7 +475,7 @@ class _PatchesWhileProbed:
 def test_the_seal_sees_code_swapped_during_a_step(monkeypatch):
     """A change made by the student's code inside a step: that step's record and the rest say
     ``tampered`` (the later steps are not run)."""
-    from autograder.runtime import probes
+    from autograder.sandboxed.grading_runtime import probes
 
     monkeypatch.setattr(probes._reaches, "__code__", probes._reaches.__code__)
     seal = _seal()

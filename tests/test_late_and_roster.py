@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.collect import Submission
-from autograder.outputs import CoursePoints, write_outputs
-from autograder.results import GradeResult, PartScore
-from autograder.roster import NOT_ON_ROSTER, read_roster
-from autograder.submission_times import (
+from autograder.core.collect import Submission
+from autograder.core.results import GradeResult, PartScore
+from autograder.nbgrader.class_reports import CoursePoints, write_outputs
+from autograder.nbgrader.roster import NOT_ON_ROSTER, read_roster
+from autograder.nbgrader.submission_times import (
     minutes_late,
     parse_deadline,
     submission_time,

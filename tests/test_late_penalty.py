@@ -21,11 +21,11 @@ from types import SimpleNamespace
 import pytest
 
 from autograder.cli import main
-from autograder.collect import Submission
-from autograder.course import ASSIGNMENT, generate_feedback, open_course, run_nbgrader
-from autograder.final import export
-from autograder.late_penalty import LatePenalty, course_late_penalty, parse_late_penalty
-from autograder.outputs import write_reports
+from autograder.core.collect import Submission
+from autograder.nbgrader.class_reports import write_reports
+from autograder.nbgrader.course import ASSIGNMENT, generate_feedback, open_course, run_nbgrader
+from autograder.nbgrader.final_export import export
+from autograder.nbgrader.late_penalty import LatePenalty, course_late_penalty, parse_late_penalty
 from tests.test_part8_policy import _formgrader_saves, _grade, _nbgrader, _scores, _snapshot
 
 HOURS = 3600.0

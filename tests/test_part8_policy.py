@@ -7,7 +7,7 @@ gradings). One module fixture walks Bob's semester once; each test reads one ste
 
 1. Bob is graded (autograded 8 of 12, bonus 1.5; part 8, 3 points, waits): 9.5 of 15;
 2. a grader gives part 8 2.5 in formgrader; ``python -m autograder export``; 12 of 15;
-3. Bob resubmits (autograded 6, no bonus); the course's policy (``autograder.part8``): part 8 waits for
+3. Bob resubmits (autograded 6, no bonus); the course's policy (``autograder.nbgrader.part8``): part 8 waits for
    a grader again, the earlier 2.5 shown beside it; every report says 6 of 15, not graded yet;
 4. the grader types the same 2.5 (one action); ``nbgrader generate_feedback a2c`` (the guide's
    command) and both exports say 8.5 of 15, final.
@@ -25,15 +25,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.collect import Submission
-from autograder.course import ASSIGNMENT, autograde, open_course
-from autograder.final import export
-from autograder.gradebook_check import check_gradebook
-from autograder.nbgrader_export import CourseExport
-from autograder.outputs import course_points, write_outputs
-from autograder.results import GradeResult, PartScore
-from autograder.roster import course_roster
-from autograder.submission_times import course_deadline, parse_deadline
+from autograder.core.collect import Submission
+from autograder.core.results import GradeResult, PartScore
+from autograder.nbgrader.class_reports import course_points, write_outputs
+from autograder.nbgrader.course import ASSIGNMENT, autograde, open_course
+from autograder.nbgrader.export_plugin import CourseExport
+from autograder.nbgrader.final_export import export
+from autograder.nbgrader.gradebook_check import check_gradebook
+from autograder.nbgrader.roster import course_roster
+from autograder.nbgrader.submission_times import course_deadline, parse_deadline
 
 DEADLINE = parse_deadline("2026-03-01T23:59+01:00")
 
@@ -111,7 +111,7 @@ def _formgrader_view(course, student: str) -> dict:
     from nbgrader.apps.api import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
-    from autograder.course import _config
+    from autograder.nbgrader.course import _config
 
     config = _config(course)
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)

@@ -5,7 +5,7 @@ only, as on CI) build what an instructor uploads, run Gradescope's ``setup.sh`` 
 (made from a Python every user can reach, as a platform's image has), and run each platform's
 entry point on a folder laid out like the platform's, with a ``bwrap`` first on ``PATH`` that
 fails the way it fails under Docker's seccomp profile: the grader must fall back to container
-mode (:mod:`autograder.container_isolation`) and grade exactly as ``grade`` does with
+mode (:mod:`autograder.core.container_isolation`) and grade exactly as ``grade`` does with
 bubblewrap. The hostile corpus (``tests/submissions/hostile.py``) is graded in container mode
 too, from the platform's closed copy of the course.
 """
@@ -30,13 +30,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import cli, container_isolation, landlock, sandbox
+from autograder import cli
+from autograder.core import container_isolation, landlock, sandbox
+from autograder.core.results import GradeResult, PartScore
 from autograder.gradescope.bundle import build_zip
 from autograder.gradescope.run_autograder import gradescope_results
 from autograder.platform_run import find_notebook, grading_requirements
 from autograder.prairielearn.bundle import ENTRYPOINT, write_bundle
 from autograder.prairielearn.run_grader import prairielearn_results
-from autograder.results import GradeResult, PartScore
 from tests.submissions.course import course_submission
 from tests.submissions.hostile import ATTACKS, COSTLY, hostile_submission
 
@@ -71,7 +72,7 @@ def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path):
     assert names[:2] == ["setup.sh", "run_autograder"]
     for script in ("setup.sh", "run_autograder"):
         assert modes[script] & 0o111 and stat.S_ISREG(modes[script]), script
-    assert {"solutions/reference.py", "solutions/a2c.ipynb", "autograder/checks/model.py"} <= set(
+    assert {"solutions/reference.py", "solutions/a2c.ipynb", "autograder/core/judges/model.py"} <= set(
         names
     )
     assert "course_lib/nature_dqn.py" in names and not any("__pycache__" in n for n in names)
@@ -100,7 +101,7 @@ def test_the_prairielearn_bundle_holds_question_grader_and_image(tmp_path):
     assert "bubblewrap" in dockerfile and "COPY requirements.txt" in dockerfile
     assert "solutions" not in dockerfile  # the image is public: no course file in it
     assert os.stat(out / "run_grader").st_mode & 0o111
-    assert "kit/solutions/reference.py" in names and "kit/autograder/checks/a2c.py" in names
+    assert "kit/solutions/reference.py" in names and "kit/autograder/core/judges/a2c.py" in names
     with pytest.raises(ValueError, match="new or empty folder"):
         write_bundle(out, "x")
     assert cli.main(["prairielearn", "--out", str(tmp_path / "cli")]) == 0
@@ -480,7 +481,7 @@ def test_attacks_on_time_cost_one_budget_in_container_mode(platforms):
     tries to kill its supervisor), graded in container mode with a 15 s cell limit: each earns
     nothing, the hanging one is graded (its runner ended the run, not the wall clock), and
     each costs at most one budget: one cell limit and the reserve."""
-    from autograder.assessor import RESERVE_SECONDS, WALL_MARGIN
+    from autograder.core.assessor import RESERVE_SECONDS, WALL_MARGIN
 
     base = platforms["base"]
     inbox = base / "costly"

@@ -1,7 +1,7 @@
 """What the sandbox lets a command see and do, and how the grader reads what comes out of it.
 
 The sandbox tests run real bubblewrap with tiny commands (a second or two each); the channel
-tests feed :func:`autograder.channel.read_channel` the lines a hostile notebook could write.
+tests feed :func:`autograder.core.channel.read_channel` the lines a hostile notebook could write.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.channel import read_channel
-from autograder.judging import make_plan
-from autograder.runtime.record import dumps
-from autograder.sandbox import SandboxLimits, bwrap_works, run_in_sandbox
-from autograder.sandbox_layout import ENVIRONMENT, PYTHON_BIN
+from autograder.core.channel import read_channel
+from autograder.core.judging import make_plan
+from autograder.core.sandbox import SandboxLimits, bwrap_works, run_in_sandbox
+from autograder.core.sandbox_layout import ENVIRONMENT, PYTHON_BIN
+from autograder.sandboxed.grading_runtime.record import dumps
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_bwrap = pytest.mark.skipif(
@@ -123,7 +123,7 @@ def test_the_sandbox_is_never_root_on_the_host() -> None:
 
 
 _UID_OF_RUN = (
-    "import json, sys; from pathlib import Path; from autograder.sandbox import run_in_sandbox; "
+    "import json, sys; from pathlib import Path; from autograder.core.sandbox import run_in_sandbox; "
     "ran = run_in_sandbox(['/bin/sh', '-c', 'sleep 3; ps -o user= -p 1 || true'], {}, "
     "json.loads(sys.argv[1]), b'', 60); print(json.dumps([ran.uid, ran.returncode]))"
 )
@@ -175,7 +175,7 @@ def test_a_sandbox_users_leftover_processes_are_killed() -> None:
     without a cgroup could leave) is killed before that user id is given to another run."""
     import subprocess
 
-    from autograder.sandbox import _kill_user
+    from autograder.core.sandbox import _kill_user
 
     uid = 1_790_000 + os.getpid() % 10_000 + 1
     token = f"leftover-{os.getpid()}"
@@ -194,7 +194,7 @@ def test_a_sandbox_users_leftover_processes_are_killed() -> None:
 def test_a_run_that_cannot_start_leaves_no_open_pipe() -> None:
     """A command that cannot even start (a staging copy failed, a missing program) closes all
     of its run's pipes: a class of such failures never runs the grader out of descriptors."""
-    from autograder.sandbox import SandboxLimits, _Cgroup, _Pipes, _supervise
+    from autograder.core.sandbox import SandboxLimits, _Cgroup, _Pipes, _supervise
 
     before = len(os.listdir("/proc/self/fd"))
     for _ in range(3):
@@ -216,7 +216,7 @@ def test_a_killed_runs_staging_folder_goes_with_the_next_run(tmp_path: Path) -> 
     """A grader killed mid-run (SIGKILL: no clean-up) leaves its staging folder, named after
     the run's user id, whose lock then nobody holds; the next run removes it, and never the
     folder of a run that still holds its id."""
-    from autograder.sandbox import _root_folder, _UidLease
+    from autograder.core.sandbox import _root_folder, _UidLease
 
     folder = _root_folder([str(tmp_path)])
     living = _UidLease(folder)

@@ -1,4 +1,4 @@
-"""The sandbox's neutral layout (:mod:`autograder.sandbox_layout`): where Python is shown, and the
+"""The sandbox's neutral layout (:mod:`autograder.core.sandbox_layout`): where Python is shown, and the
 compiled files rewritten so that they name no host folder. Fast: no sandbox is started."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from autograder.sandbox import SYSTEM_DIRS
-from autograder.sandbox_layout import ENVIRONMENT, Folder, layout, neutral_bytecode
+from autograder.core.sandbox import SYSTEM_DIRS
+from autograder.core.sandbox_layout import ENVIRONMENT, Folder, layout, neutral_bytecode
 
 
 def _filenames(code) -> set[str]:
@@ -58,7 +58,7 @@ def test_compiled_files_are_copied_with_the_inside_path(tmp_path: Path) -> None:
 _HOLDER = """
 import sys
 from pathlib import Path
-from autograder.sandbox_layout import Folder, neutral_bytecode
+from autograder.core.sandbox_layout import Folder, neutral_bytecode
 site, cache, inside = map(Path, sys.argv[1:4])
 print(neutral_bytecode(Folder(site, str(inside), packages=True), cache), flush=True)
 sys.stdin.read()  # holds the copy until told to end

@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.sandbox import bwrap_works
+from autograder.core.sandbox import bwrap_works
 from tests.submissions.course import course_submission
 
 pytestmark = [pytest.mark.rom, pytest.mark.slow, pytest.mark.timeout(1200)]

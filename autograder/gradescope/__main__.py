@@ -2,6 +2,6 @@
 
 import sys
 
-from .run_autograder import main
+from autograder.gradescope.run_autograder import main
 
 sys.exit(main())

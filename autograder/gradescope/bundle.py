@@ -5,7 +5,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from ..platform_run import KIT_ROOT, grading_requirements, kit_files
+from autograder.platform_run import KIT_ROOT, grading_requirements, kit_files
 
 __all__ = ["RUN_AUTOGRADER", "SETUP_SH", "build_zip"]
 
@@ -38,7 +38,7 @@ fi
 python3 -m pip install -q -r requirements.txt
 # The grader's own Python files: readable by root alone from now on.
 chmod -R go-w . && chmod o-rwx .
-python3 -I -c 'import sys; sys.path.insert(0, sys.argv[1]); import autograder.pipeline' "$PWD"
+python3 -I -c 'import sys; sys.path.insert(0, sys.argv[1]); import autograder.nbgrader.grader' "$PWD"
 echo "setup.sh: ready"
 """
 

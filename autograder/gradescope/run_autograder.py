@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..platform_run import (
+from autograder.core.sandbox import SandboxUnavailable
+from autograder.platform_run import (
     close_folders,
     find_notebook,
     grade_notebook,
@@ -25,7 +26,6 @@ from ..platform_run import (
     summary,
     write_json,
 )
-from ..sandbox import SandboxUnavailable
 
 __all__ = ["gradescope_results", "main"]
 
@@ -33,7 +33,7 @@ VISIBILITY = "visible"  #: the hidden tests' feedback is written for students
 
 
 def gradescope_results(result: Any, seconds: float) -> dict[str, Any]:
-    """Gradescope's ``results.json`` for a :class:`~autograder.results.GradeResult`."""
+    """Gradescope's ``results.json`` for a :class:`~autograder.core.results.GradeResult`."""
     tests = []
     for number, row in enumerate(part_rows(result), start=1):
         tests.append(

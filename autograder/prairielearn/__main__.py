@@ -2,6 +2,6 @@
 
 import sys
 
-from .run_grader import main
+from autograder.prairielearn.run_grader import main
 
 sys.exit(main())

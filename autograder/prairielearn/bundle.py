@@ -7,7 +7,7 @@ import json
 import uuid
 from pathlib import Path
 
-from ..platform_run import KIT_ROOT, grading_requirements, kit_files
+from autograder.platform_run import KIT_ROOT, grading_requirements, kit_files
 
 __all__ = ["ENTRYPOINT", "write_bundle"]
 

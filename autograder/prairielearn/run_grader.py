@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..platform_run import (
+from autograder.core.sandbox import SandboxUnavailable
+from autograder.platform_run import (
     close_folders,
     find_notebook,
     grade_notebook,
@@ -26,7 +27,6 @@ from ..platform_run import (
     summary,
     write_json,
 )
-from ..sandbox import SandboxUnavailable
 
 __all__ = ["main", "prairielearn_results"]
 
@@ -35,7 +35,7 @@ MAX_DATA_BYTES = 1024**2  #: data/data.json is read up to this size
 
 
 def prairielearn_results(result: Any) -> dict[str, Any]:
-    """PrairieLearn's ``results.json`` for a :class:`~autograder.results.GradeResult`; a file
+    """PrairieLearn's ``results.json`` for a :class:`~autograder.core.results.GradeResult`; a file
     that is not a notebook the grader can read (``unreadable: ...``) is not gradable, so the
     student loses no attempt on it."""
     if result.status.startswith("unreadable"):

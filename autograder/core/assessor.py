@@ -1,0 +1,340 @@
+"""Assess one submission: run it sandboxed, judge what it returns, keep what it showed.
+
+The grading core's one entry point. An :class:`Assessor` is made once from the *release*
+notebook (the one students got: its nbgrader metadata names the autograded cells and their
+points) and grades any number of submissions, each from the file's bytes::
+
+    assessor = Assessor(release_notebook, workdir)
+    assessment = assessor.assess(data, "alice")      # an Assessment, plain data
+    assessment.result.as_dict()                       # {"total", "max_total", "status", ...}
+
+What :meth:`Assessor.assess` does, in the grader's own trusted process, with a sandbox under it:
+
+1. the file's bytes are parsed and the notebook repaired against the release
+   (:mod:`autograder.core.repair`);
+2. a plan of probe cases is drawn for this grading alone (:func:`autograder.core.judging.make_plan`);
+3. the sandbox (:mod:`autograder.core.isolation`: bubblewrap, or an unprivileged user in a container)
+   runs the set-up cells, the student's definitions and, at each autograded cell, the probes of
+   that part (:mod:`autograder.core.grading_job`), and streams records back;
+4. the records are decoded as untrusted data (:mod:`autograder.core.channel`) and judged against the
+   reference here (:mod:`autograder.core.verdict`); everything quoted back is stripped of host paths
+   (:mod:`autograder.core.host_paths`);
+5. the training and evaluation cells are not run: the outputs the student submitted are kept,
+   filtered and marked as theirs (:mod:`autograder.core.student_outputs`), and markdown a student
+   could change is sanitised (:mod:`autograder.core.student_markdown`).
+
+The result (:class:`Assessment`) is plain data, so the step runs on a cluster's worker as well
+as here. Nothing here knows nbgrader: the front ends (``grade``/``grade-all`` with nbgrader's
+gradebook, Gradescope, PrairieLearn) record or report what comes back. Nothing here raises
+because of a submission: its :class:`~autograder.core.results.GradeResult` says what happened.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from autograder.core import environment
+from autograder.core.channel import read_channel
+from autograder.core.file_tree import tree_digest
+from autograder.core.grading_job import job_cells
+from autograder.core.host_paths import Redactor
+from autograder.core.isolation import require_isolation, run_isolated
+from autograder.core.judges import PART_NAMES
+from autograder.core.judging import make_plan, new_seed, prepare_references
+from autograder.core.package_digest import package_files
+from autograder.core.repair import graded_part, repair_submission
+from autograder.core.results import GradeResult, PartScore
+from autograder.core.sandbox import (
+    DEFAULT_LIMITS,
+    PYTHON,
+    SCRATCH,
+    SandboxLimits,
+    require_unsandboxed_user,
+)
+from autograder.core.sandbox_layout import PYTHON_BIN
+from autograder.core.student_markdown import safe_markdown
+from autograder.core.student_outputs import keep_submitted_outputs
+from autograder.core.submission_file import UnreadableNotebook, parse_notebook
+from autograder.core.verdict import cell_notes, run_status, score_parts
+from autograder.sandboxed.grading_runtime import record as records
+
+__all__ = ["CELL_TIMEOUT", "WALL_SECONDS", "Assessment", "Assessor", "check_timeout"]
+
+IN_SANDBOX = Path(__file__).resolve().parents[1] / "sandboxed" / "bin"
+#: The grading runtime (probes, records, harness): shown to the sandbox as ``grading_runtime``.
+RUNTIME_DIR = Path(records.__file__).resolve().parent
+#: The packages the sandboxed notebook imports, snapshotted when an assessor is made.
+SANDBOX_PACKAGES = ("course_lib",)
+#: Per-cell time limit (seconds) of the sandboxed run, and the limit of the whole run.
+CELL_TIMEOUT = 120.0
+WALL_SECONDS = 900.0
+#: Besides one cell limit, what a notebook's whole run may take (times the time scale): the
+#: set-up, the definitions and the probes of an honest notebook take a few seconds.
+RESERVE_SECONDS = 60.0
+#: The sandbox's wall clock: the runner's budget plus this, for start-up and kills.
+WALL_MARGIN = 60.0
+WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times its CPU limit
+_GRADER_DIR = "/grader"
+#: Judging draws on torch's global random state (fixtures are built from seeds), so parallel
+#: gradings judge one at a time.
+_JUDGE_LOCK = threading.Lock()
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.ipynb")
+
+
+def check_timeout(timeout: float | None) -> float:
+    """``timeout`` validated: ``None`` (120 s) or a number of seconds >= 1."""
+    if timeout is None:
+        return CELL_TIMEOUT
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 1:
+        raise ValueError(
+            f"timeout must be a number of seconds >= 1 (the per-cell limit), got {timeout!r}; "
+            f"leave it out for the default, {CELL_TIMEOUT:g} s."
+        )
+    return float(timeout)
+
+
+def part_points(release: nbformat.NotebookNode) -> dict[str, float]:
+    """part key -> points of its autograded cell, in notebook order."""
+    return {
+        graded_part(cell): float(cell.metadata["nbgrader"].get("points", 0))
+        for cell in release.cells
+        if graded_part(cell) in PART_NAMES
+    }
+
+
+@dataclass
+class Assessment:
+    """One submission assessed (run and judged), as plain data: what a front end records, and
+    what travels back from a cluster's worker."""
+
+    result: GradeResult
+    notebook: str = ""  #: the submission as assessed (JSON), empty when unreadable
+
+    def to_plain(self) -> dict[str, Any]:
+        return {"result": self.result.to_plain(), "notebook": self.notebook}
+
+    @classmethod
+    def from_plain(cls, data: dict[str, Any]) -> Assessment:
+        return cls(GradeResult.from_plain(data["result"]), str(data.get("notebook", "")))
+
+
+def _snapshot(dest: Path) -> None:
+    """What the sandbox imports: ``course_lib`` as installed, and the grading runtime."""
+    for package in SANDBOX_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError(f"{package} is not installed: pip install -e . first")
+        source = Path(list(spec.submodule_search_locations)[0])
+        shutil.copytree(source, dest / package, ignore=_IGNORED)
+    shutil.copytree(RUNTIME_DIR, dest / "grading_runtime", ignore=_IGNORED)
+
+
+class Assessor:
+    """Runs and judges submissions against one release notebook (see the module docstring).
+
+    Args:
+        release: the release notebook (a path or a read notebook): which cells are autograded,
+            and their points; a submission is repaired against it.
+        workdir: an empty or new folder for what the sandbox is shown (the ``course_lib``
+            snapshot, the grading runtime, the two scripts that run a job).
+        timeout: per-cell time limit of the sandboxed run, in seconds (default 120).
+        isolate: run notebooks isolated (``False``: a plain subprocess, for debugging; its
+            results are never ``graded``). With ``True`` and no isolation that holds, raises
+            :class:`~autograder.core.sandbox.SandboxUnavailable` (with the ways out).
+        wall_seconds: the whole sandboxed run is killed after this long (default 900 s).
+        limits: memory, process and size limits of one sandboxed run.
+        private_folders: more host folders whose paths never reach a student (the grader's
+            course, the solution's folder); ``workdir`` is one already.
+    """
+
+    def __init__(
+        self,
+        release: Path | nbformat.NotebookNode,
+        workdir: Path,
+        timeout: float | None = None,
+        isolate: bool = True,
+        wall_seconds: float = WALL_SECONDS,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+        private_folders: Sequence[Path] = (),
+    ) -> None:
+        self.timeout = check_timeout(timeout)
+        #: "bubblewrap", "container" (root where bubblewrap cannot start) or "none"
+        self.isolation = require_isolation() if isolate else "none"
+        if not isolate:
+            require_unsandboxed_user()
+        self.isolate, self.wall_seconds, self.limits = isolate, float(wall_seconds), limits
+        # Without the sandbox, a notebook could change the environment: fingerprinted now and
+        # after each such grading (and the grader itself writes no bytecode from here on, so
+        # that only a notebook can change it).
+        self._environment: environment.Fingerprint | None = None
+        self._changed_environment = ""
+        if not isolate:
+            sys.dont_write_bytecode = True
+            self._environment = environment.fingerprint()
+        self._package_files = package_files()
+        if not isinstance(release, nbformat.NotebookNode):
+            release = nbformat.read(Path(release), as_version=4)
+        self.release = release
+        self.points = part_points(release)
+        self._names = {part: PART_NAMES[part] for part in self.points}
+        # Every path absolute: gradings run in parallel threads, whatever the working directory.
+        self.workdir = Path(workdir).resolve()
+        self.lib, self._bin = self.workdir / "lib", self.workdir / "bin"
+        _snapshot(self.lib)
+        shutil.copytree(IN_SANDBOX, self._bin, ignore=_IGNORED)
+        self._lib_digest = tree_digest(self.lib)
+        self._redactor = Redactor([self.workdir, *private_folders])
+
+    def budget(self, time_scale: float) -> float:
+        """What a notebook's whole run may take: one cell limit and a reserve for the rest."""
+        return self.timeout + RESERVE_SECONDS * time_scale
+
+    def _run(self, nb: nbformat.NotebookNode, plan: dict[str, Any], threads: int):
+        budget = self.budget(plan.get("time_scale", 1.0))
+        job = {
+            "cells": job_cells(nb, self._names),
+            "steps": plan["parts"],
+            "time_scale": plan.get("time_scale", 1.0),
+            "cell_seconds": self.timeout,
+            "budget_seconds": budget,
+            "wall_factor": WALL_CLOCK_FACTOR,
+        }
+        env = {
+            "PATH": os.pathsep.join([PYTHON_BIN, "/usr/bin", "/bin"]),
+            "HOME": f"{SCRATCH}/home",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": f"{_GRADER_DIR}/lib",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "A2C_KIT_QUICK": "1",
+            "NBGRADER_EXECUTION": "autograde",
+            "MPLBACKEND": "Agg",
+            **{name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")},
+        }
+        argv = [
+            PYTHON,
+            f"{_GRADER_DIR}/bin/runner.py",
+            f"{_GRADER_DIR}/bin/executor.py",
+        ]
+        readonly = {f"{_GRADER_DIR}/bin": self._bin, f"{_GRADER_DIR}/lib": self.lib}
+        return run_isolated(
+            argv,
+            readonly,
+            env,
+            records.dumps(job).encode(),
+            min(self.wall_seconds, budget + WALL_MARGIN),
+            limits=self.limits,
+            isolate=self.isolate,
+        )
+
+    def assess(
+        self, data: bytes, student: str, name: str = "a2c.ipynb", threads: int = 1
+    ) -> Assessment:
+        """Run and judge the submission ``data`` (the file's bytes); never raises."""
+        start = time.perf_counter()
+        result = GradeResult(
+            student, source=name, sandboxed=self.isolate, isolation=self.isolation
+        )
+        try:
+            if package_files() != self._package_files:
+                raise RuntimeError(
+                    "the grader's own files changed since it started (a notebook graded without "
+                    "the sandbox?): reinstall the course kit and grade again"
+                )
+            if self._changed_environment:
+                raise RuntimeError(
+                    "a notebook graded without the sandbox changed the Python environment "
+                    f"({self._changed_environment}): reinstall it before grading anything else"
+                )
+            try:
+                nb = parse_notebook(data, name)
+            except UnreadableNotebook as error:
+                result.status, result.sandboxed = f"unreadable: {error}", False
+                return Assessment(result)
+            result.notes += repair_submission(nb, self.release)
+            plan = make_plan(new_seed())  # this grading's own cases, unknown in advance
+            # The reference's observations on these cases, computed while the sandbox runs.
+            references = threading.Thread(target=self._prepare_references, args=(plan,))
+            references.start()
+            try:
+                ran = self._run(nb, plan, threads)
+            finally:
+                references.join()
+            result.timings["sandbox"] = ran.seconds
+            judged = time.perf_counter()
+            with _JUDGE_LOCK:
+                self._judge(result, nb, plan, ran)
+            result.timings["judge"] = time.perf_counter() - judged
+            result.notes += keep_submitted_outputs(nb)
+            result.notes += safe_markdown(nb, self.release)
+            return Assessment(result, nbformat.writes(nb))
+        except Exception as error:  # noqa: BLE001 - one submission never stops the class
+            result.status = f"error: the grader failed on this submission ({type(error).__name__})"
+            result.notes.append(f"{type(error).__name__}: {str(error)[:500]}")
+            return Assessment(result)
+        finally:
+            result.seconds = time.perf_counter() - start
+
+    @staticmethod
+    def _prepare_references(plan: dict[str, Any]) -> None:
+        with _JUDGE_LOCK:
+            prepare_references(plan)
+
+    def _judge(self, result: GradeResult, nb: Any, plan: dict[str, Any], ran: Any) -> None:
+        """Score every part from the channel; set the status from how the run ended."""
+        channel = read_channel(ran.channel, plan)
+        result.isolation = ran.isolation
+        score_parts(result, channel, self.points, plan)
+        for part, seconds in channel.probe_seconds.items():
+            result.timings[f"probe:{part}"] = seconds
+        result.notes += cell_notes(channel, nb)
+        if ran.sandboxed and not ran.limits.startswith("cgroup"):
+            result.notes.append(ran.limits)
+        channel.malformed += self._tampering(ran)
+        if channel.stopped:
+            result.notes.append(f"run stopped: {channel.stopped}")
+        if channel.malformed:
+            result.notes.append("malformed: " + "; ".join(channel.malformed[:5]))
+        result.status = run_status(channel, ran) or result.status
+        if not ran.sandboxed:
+            rights = "your user's rights" if ran.uid is None else "an unprivileged user's rights"
+            result.notes.append(f"NOT SANDBOXED: the notebook ran as a plain process with {rights}")
+        # What came out of the sandbox is quoted below: no host path or user id in it.
+        for part, score in result.parts.items():
+            feedback = self._redactor.redact(score.feedback, ran.uid)
+            result.parts[part] = PartScore(score.score, score.max, feedback)
+        result.notes = [self._redactor.redact(note, ran.uid) for note in result.notes]
+        result.status = self._redactor.redact(result.status, ran.uid)
+
+    def _tampering(self, ran: Any) -> list[str]:
+        """What the run changed that it must not: the grader's copy of ``course_lib`` and the
+        Python environment (without the sandbox), the channel's size cap."""
+        found = []
+        if not ran.sandboxed:
+            now = tree_digest(self.lib)
+            changed = sorted(
+                name
+                for name in now.keys() | self._lib_digest.keys()
+                if self._lib_digest.get(name) != now.get(name)
+            )
+            if changed:
+                found.append("changed the grader's copy of course_lib: " + ", ".join(changed[:10]))
+        if self._environment is not None:
+            changed = environment.changes(self._environment)
+            if changed:  # every later grading of this assessor refuses (see assess)
+                self._changed_environment = ", ".join(changed[:5])
+                found.append(f"changed the Python environment: {self._changed_environment}")
+        if ran.channel_overflow:
+            found.append(f"more than {self.limits.channel_bytes} bytes of results")
+        return found

@@ -1,0 +1,379 @@
+"""Where the sandbox finds Python: the grader's environment at neutral paths, nothing of the host.
+
+A notebook must not learn where the grading machine keeps the checkout, the virtual environment
+or its work folders, whether it reads ``sys.prefix``, ``sys.path``, a module's ``__file__``, the
+mount table or a compiled file. So the sandbox never shows a Python folder at its own path:
+
+* the grader's environment is a virtual environment of its own at :data:`ENVIRONMENT`
+  (``/opt/venv``): a ``pyvenv.cfg`` and ``bin/python`` made for the sandbox, and the
+  environment's package folders (``site-packages``) at their place below it; nothing else of
+  the environment (its ``bin`` scripts and ``pyvenv.cfg`` name its folder) is shown;
+* the Python installation is at :data:`INSTALLATION` (``/opt/python``), unless it is a system
+  folder (``/usr``), which the sandbox shows as it is;
+* any other package folder on the import path (a user site, ``dist-packages``) is at
+  ``/opt/packages/<n>``, on ``PYTHONPATH``.
+
+Compiled files (``.pyc``) hold the path of their source as it was when they were compiled: pip
+compiles at the install path. :func:`neutral_bytecode` writes, once per state of a folder shown,
+a copy of each of its compiled files with that path set to the one the sandbox shows (a
+``marshal`` round trip, no compiling; a file it cannot read becomes empty, which Python ignores);
+the root launcher (:mod:`autograder.core.sandbox_launch`) lays that copy over the folder with
+overlayfs, so the originals are not visible. The installation's other files (its build
+configuration, ``libpython`` and its extension modules, scripts in its ``bin``) name the folder
+it was built for: the copy holds those rewritten too (:func:`_neutral_file`), text files with
+the sandbox's path, binaries with a path of the same length that names the same folder inside
+(``/opt/python`` padded with slashes), so the sandbox sees no host path in them either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import importlib.util
+import marshal
+import os
+import shutil
+import stat
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "ENVIRONMENT",
+    "INSTALLATION",
+    "PYTHON",
+    "Folder",
+    "Layout",
+    "layout",
+    "neutral_bytecode",
+]
+
+INSTALLATION = "/opt/python"  #: the Python installation, when it is not a system folder
+ENVIRONMENT = "/opt/venv"  #: the virtual environment the sandbox runs in
+PACKAGES = "/opt/packages"  #: other package folders on the import path: PACKAGES/<n>
+PYTHON = f"{ENVIRONMENT}/bin/python"  #: the interpreter, inside the sandbox
+PYTHON_BIN = f"{ENVIRONMENT}/bin"
+#: Install records of the course kit that name the checkout's folders (hidden by the sandbox).
+KIT_RECORDS = (
+    "__editable__*a2c_course_kit*",
+    "__pycache__/__editable__*a2c_course_kit*",
+    "a2c_course_kit-*.dist-info",
+    "a2c_course_kit*.egg-info",
+    "a2c_course_kit*.egg-link",
+)
+_build_lock = threading.Lock()
+_made: dict[tuple[Folder, Path, int], Path] = {}  #: this process's copies, by folder state
+_held: dict[Path, int] = {}  #: the copies this process uses, and its lock on each
+
+
+@dataclass(frozen=True)
+class Folder:
+    """A folder the sandbox shows read-only: ``outside`` (resolved) at ``inside``."""
+
+    outside: Path
+    inside: str
+    packages: bool  #: a package folder (else the installation: its package folders are apart)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The Python folders the sandbox shows, and the environment made for it."""
+
+    folders: tuple[Folder, ...]  #: outermost first (a folder may be shown inside another)
+    pyvenv: str  #: the text of ``ENVIRONMENT/pyvenv.cfg``
+    python_link: str  #: where ``ENVIRONMENT/bin/python`` links to (inside)
+    env: dict[str, str]  #: variables the interpreter needs (``LD_LIBRARY_PATH``, ``PYTHONPATH``)
+
+    def inside(self, path: Path) -> str | None:
+        """Where the sandbox shows the host path ``path`` (resolved), or None if it does not."""
+        for folder in sorted(self.folders, key=lambda f: -len(f.outside.parts)):
+            if path == folder.outside or folder.outside in path.parents:
+                return str(Path(folder.inside) / path.relative_to(folder.outside))
+        return None
+
+
+def _within(path: Path, folders: list[Path]) -> bool:
+    return any(path == folder or folder in path.parents for folder in folders)
+
+
+@functools.cache
+def layout(system_dirs: tuple[str, ...]) -> Layout:
+    """This interpreter's layout in the sandbox; ``system_dirs`` are shown at their own paths."""
+    system = [Path(folder).resolve() for folder in system_dirs]
+    base, prefix = Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()
+    executable = Path(sys.executable).resolve()
+    if not executable.is_relative_to(base):
+        raise RuntimeError(
+            f"the interpreter {executable} is not inside its installation {base}: the sandbox "
+            "cannot show it at a neutral path"
+        )
+    base_inside = str(base) if _within(base, system) else INSTALLATION
+    folders: list[Folder] = []
+    if not _within(base, system):
+        folders.append(Folder(base, INSTALLATION, packages=False))
+    here = Path.cwd().resolve()
+    extra: list[str] = []
+    system_site = prefix == base
+    for entry in dict.fromkeys(sys.path):
+        path = Path(entry).resolve() if entry else None
+        if path is None or not path.is_dir() or path == here:
+            continue
+        if path.name not in ("site-packages", "dist-packages"):
+            continue  # the standard library is shown with the installation
+        if path.is_relative_to(prefix) and prefix != base:
+            inside = f"{ENVIRONMENT}/{path.relative_to(prefix)}"
+        elif path.is_relative_to(base):
+            inside, system_site = f"{base_inside}/{path.relative_to(base)}", True
+            if _within(path, system):
+                continue
+        elif _within(path, system):
+            extra.append(str(path))
+            continue
+        else:
+            inside = f"{PACKAGES}/{len(extra)}"
+            extra.append(inside)
+        folders.append(Folder(path, inside, packages=True))
+    env = {}
+    libdir = Path(sysconfig.get_config_var("LIBDIR") or "/").resolve()
+    if sysconfig.get_config_var("Py_ENABLE_SHARED") and base_inside != str(base):
+        if libdir.is_relative_to(base):  # libpython's run path names the real folder
+            env["LD_LIBRARY_PATH"] = f"{INSTALLATION}/{libdir.relative_to(base)}"
+    if extra:
+        env["PYTHONPATH"] = os.pathsep.join(extra)
+    link = f"{base_inside}/{executable.relative_to(base)}"
+    pyvenv = (
+        f"home = {Path(link).parent}\n"
+        f"include-system-site-packages = {'true' if system_site else 'false'}\n"
+        f"version = {'.'.join(map(str, sys.version_info[:3]))}\n"
+    )
+    return Layout(tuple(folders), pyvenv, link, env)
+
+
+def _neutral_code(code: types.CodeType, filename: str) -> types.CodeType:
+    consts = tuple(
+        _neutral_code(const, filename) if isinstance(const, types.CodeType) else const
+        for const in code.co_consts
+    )
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def _compiled_files(folder: Path, packages: bool) -> list[tuple[str, os.stat_result]]:
+    """Every compiled file below ``folder``; in the installation (not ``packages``), none of
+    its package folders (shown on their own, or not at all)."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        if not packages:
+            dirs[:] = [name for name in dirs if name not in ("site-packages", "dist-packages")]
+        for name in files:
+            if name.endswith(".pyc"):
+                path = os.path.join(root, name)
+                found.append((os.path.relpath(path, folder), os.lstat(path)))
+    return sorted(found)
+
+
+def _built_for(folder: Path) -> list[bytes]:
+    """The host folders the installation ``folder``'s own files may name: where it is and
+    where it was built for (the same, unless it was moved), longest first."""
+    names = {str(folder)}
+    for variable in ("prefix", "exec_prefix"):
+        value = sysconfig.get_config_var(variable)
+        if (
+            isinstance(value, str)
+            and value.startswith("/")
+            and value.rstrip("/") not in ("", "/usr")
+        ):
+            names.add(value.rstrip("/"))
+    return sorted((name.encode() for name in names), key=len, reverse=True)
+
+
+def _installation_files(folder: Path) -> list[tuple[str, os.stat_result]]:
+    """The installation's regular files (not compiled ones, none in its package folders): what
+    may name the folder it was built for. Only their metadata is read here."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [name for name in dirs if name not in ("site-packages", "dist-packages")]
+        for name in files:
+            path = os.path.join(root, name)
+            info = os.lstat(path)
+            if not name.endswith(".pyc") and stat.S_ISREG(info.st_mode):
+                found.append((os.path.relpath(path, folder), info))
+    return sorted(found)
+
+
+def _neutral_file(data: bytes, names: list[bytes], inside: str) -> bytes:
+    """``data`` with each host folder of ``names`` replaced by ``inside``: as it is in text, and
+    in a binary (a NUL byte) padded with slashes to the host name's length (offsets and string
+    sizes in a compiled library must not move; ``/opt//////python`` is ``/opt/python``)."""
+    binary = b"\0" in data
+    for host in names:
+        new = inside.encode()
+        if binary:
+            if len(new) > len(host):
+                continue  # no shorter spelling: left as it is (the feedback filter remains)
+            head, _, tail = new.rpartition(b"/")
+            new = head + b"/" * (len(host) - len(new)) + b"/" + tail
+        data = data.replace(host, new)
+    return data
+
+
+def _rewrite(source: Path, inside: str, hidden: bool) -> bytes:
+    """The compiled file ``source`` with its source path set to ``inside``'s; empty when it is
+    not one this interpreter reads, or hidden."""
+    data = source.read_bytes()
+    if hidden or data[:4] != importlib.util.MAGIC_NUMBER:
+        return b""
+    try:
+        code = marshal.loads(data[16:])
+    except (ValueError, EOFError, TypeError):
+        return b""
+    if not isinstance(code, types.CodeType):
+        return b""
+    return data[:16] + marshal.dumps(_neutral_code(code, inside))
+
+
+def _lock_file(path: Path | str) -> int:
+    """A descriptor of the lock file ``path`` (made if missing, never through a link)."""
+    return os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+
+
+@contextlib.contextmanager
+def _exclusive(lock: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``lock`` for the ``with`` block (waits for the holder)."""
+    fd = _lock_file(lock)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _hold(copy: Path) -> bool:
+    """Mark ``copy`` as used by this process for as long as it lives (a shared ``flock`` on
+    ``<copy>.lock``, dropped by the kernel when the process ends, even killed): no other
+    grader removes it meanwhile. False when the copy is gone (removed before the lock)."""
+    if copy in _held:
+        return copy.is_dir()
+    fd = _lock_file(f"{copy}.lock")
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    if not copy.is_dir():
+        os.close(fd)
+        return False
+    _held[copy] = fd
+    return True
+
+
+def _remove_unused(copy: Path) -> None:
+    """Remove ``copy`` unless a grader process holds it (:func:`_hold`): two graders of
+    different environments on one machine share the installation's copies."""
+    try:
+        fd = _lock_file(f"{copy}.lock")
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return  # in use
+    try:
+        shutil.rmtree(copy, ignore_errors=True)
+    finally:
+        os.close(fd)  # the lock file stays (removing it would race with a grader opening it)
+
+
+def _prune(cache: Path, days: float = 7.0) -> None:
+    """Remove the copies no grader used for ``days`` (those of environments since removed),
+    unless a grader process holds one now."""
+    limit = time.time() - days * 86400
+    for entry in cache.iterdir():
+        try:
+            if entry.is_dir() and entry.stat().st_mtime < limit and entry not in _held:
+                _remove_unused(entry)
+        except OSError:
+            continue
+
+
+def neutral_bytecode(folder: Folder, cache: Path) -> Path:
+    """A folder under ``cache`` holding, at their relative paths, neutral copies of every
+    compiled file of ``folder`` (see the module docstring). Made once per state of the folder's
+    compiled files (their paths, sizes, times and inodes), then reused; older copies of the
+    same folder are removed, and copies no grader used for a week. ``cache`` must be the
+    caller's own (nobody else can write it).
+    Within one process the copy is taken again only when the folder itself changed (a package
+    added or removed): walking an environment with torch takes about a second."""
+    stamp = (folder, cache, folder.outside.stat().st_mtime_ns)
+    made = _made.get(stamp)
+    if made is not None and made.is_dir():
+        return made
+    files = _compiled_files(folder.outside, folder.packages)
+    names = [] if folder.packages else _built_for(folder.outside)
+    installation = _installation_files(folder.outside) if names else []
+    state = hashlib.sha256(f"{folder.outside}\0{folder.inside}\0{sys.version}".encode())
+    name = state.hexdigest()[:16]
+    state.update(b"\0".join(names) + b"\n")
+    for path, info in files + installation:
+        state.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode())
+    target = cache / f"{name}-{state.hexdigest()[:16]}"
+    # One maker per folder on the machine: a second grader (another process, another worker of
+    # the same machine) waits for the copy instead of making it again.
+    with _build_lock, _exclusive(cache / f".{name}.making"):
+        if target.is_dir() and _hold(target):
+            os.utime(target)  # in use: kept by _prune
+            _made[stamp] = target
+            return target
+        hidden = {
+            str(path.relative_to(folder.outside))
+            for pattern in KIT_RECORDS
+            for path in folder.outside.glob(pattern)
+        }
+        build = Path(tempfile.mkdtemp(prefix=".build-", dir=cache))
+        for relative, _ in files:
+            try:
+                source = importlib.util.source_from_cache(relative)
+            except ValueError:  # a compiled file beside its source
+                source = relative[:-1]
+            copy = build / relative
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(
+                _rewrite(folder.outside / relative, f"{folder.inside}/{source}", relative in hidden)
+            )
+        for root, dirs, entries in os.walk(build):
+            for entry in dirs:
+                os.chmod(os.path.join(root, entry), 0o755)
+            for entry in entries:
+                os.chmod(os.path.join(root, entry), 0o644)
+        for relative, info in installation:  # after the modes: an executable stays one
+            try:
+                data = (folder.outside / relative).read_bytes()
+            except OSError:
+                continue
+            if not any(host in data for host in names):
+                continue  # names no host folder: shown as it is
+            copy = build / relative
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(_neutral_file(data, names, folder.inside))
+            os.chmod(copy, 0o755 if info.st_mode & 0o111 else 0o644)
+            for parent in copy.relative_to(build).parents:
+                os.chmod(build / parent, 0o755)
+        build.chmod(0o755)
+        try:
+            build.rename(target)
+        except OSError:  # another grader made it first
+            shutil.rmtree(build, ignore_errors=True)
+        if not _hold(target):
+            raise RuntimeError(f"the compiled files' copy {target} was removed while it was made")
+        for old in cache.glob(f"{name}-*"):
+            if old != target and old.is_dir():
+                if old in _held:  # this process's runs take the new state from now on
+                    os.close(_held.pop(old))
+                _remove_unused(old)  # an older state of the same folder, if no grader uses it
+        _prune(cache)
+    _made[stamp] = target
+    return target

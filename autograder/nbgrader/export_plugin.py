@@ -1,0 +1,105 @@
+"""``nbgrader export`` in this course: the course's one set of totals, part 8 never shown as 0.
+
+nbgrader's own CSV counts the bonus part's points in ``max_score`` (17) and an ungraded part 8
+as 0. :class:`CourseExport` (selected by the course configuration, ``ExportApp.plugin_class``)
+writes nbgrader's columns with ``max_score`` the full-marks figure (15: autograded points
+without the bonus + part 8), ``score`` with the bonus included, and two more columns:
+``part_8`` (its points, or ``not graded yet``) and ``complete`` (``yes`` once part 8 is graded).
+``late_submission_penalty`` is the course's late penalty (:mod:`autograder.nbgrader.late_penalty`,
+stored in the gradebook by the grader), ``score`` is ``raw_score`` less it, never below 0; a
+student known by id only has empty name columns (:func:`autograder.nbgrader.roster.is_placeholder`).
+"""
+
+from __future__ import annotations
+
+import csv
+from typing import Any
+
+from nbgrader.api import MissingEntry
+from nbgrader.plugins.export import ExportPlugin
+
+from autograder.core.judges import BONUS_PARTS
+from autograder.core.report import csv_cell
+from autograder.nbgrader.class_reports import NOT_GRADED_YET, CoursePoints, hand_score
+from autograder.nbgrader.roster import is_placeholder
+
+__all__ = ["CourseExport", "gradebook_points"]
+
+COLUMNS = (
+    "assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+    "raw_score", "late_submission_penalty", "score", "max_score", "part_8", "complete",
+)  # fmt: skip
+
+
+def gradebook_points(assignment: Any) -> CoursePoints:
+    """The :class:`~autograder.nbgrader.class_reports.CoursePoints` of an assignment in the gradebook."""
+    auto, manual = {}, {}
+    for notebook in assignment.notebooks:
+        for cell in notebook.grade_cells:
+            if cell.cell_type == "code" and cell.name.startswith("test_"):
+                auto[cell.name[len("test_") :]] = float(cell.max_score)
+            else:
+                manual[cell.name] = float(cell.max_score)
+    return CoursePoints(auto, manual, tuple(BONUS_PARTS))
+
+
+class CourseExport(ExportPlugin):
+    """nbgrader's CSV export with the course's totals (see the module docstring)."""
+
+    def export(self, gradebook: Any) -> None:
+        dest = self.to or "grades.csv"
+        students = [str(item) for item in self.student]
+        assignments = [str(item) for item in self.assignment]
+        self.log.info("Exporting grades to %s (full marks: autograded + part 8)", dest)
+        with open(dest, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(COLUMNS)
+            for assignment in gradebook.assignments:
+                if assignments and assignment.name not in assignments:
+                    continue
+                points = gradebook_points(assignment)
+                for student in gradebook.students:
+                    if students and student.id not in students:
+                        continue
+                    row = self._row(gradebook, assignment, student, points)
+                    writer.writerow([csv_cell(row[key]) for key in COLUMNS])
+
+    @staticmethod
+    def _row(gradebook: Any, assignment: Any, student: Any, points: CoursePoints) -> dict:
+        placeholder = is_placeholder(student.id, student.first_name, student.last_name)
+        row = {
+            "assignment": assignment.name,
+            "duedate": assignment.duedate or "",
+            "student_id": student.id,
+            "last_name": "" if placeholder else student.last_name or "",
+            "first_name": "" if placeholder else student.first_name or "",
+            "email": student.email or "",
+            "max_score": f"{points.full_marks:g}",
+            "timestamp": "",
+            "raw_score": "0",
+            "late_submission_penalty": "0",
+            "score": "0",
+            "part_8": NOT_GRADED_YET,
+            "complete": "no: not submitted",
+        }
+        try:
+            submission = gradebook.find_submission(assignment.name, student.id)
+        except MissingEntry:
+            return row
+        penalty = float(submission.late_submission_penalty or 0.0)
+        hand = [
+            hand_score(grade)
+            for notebook in submission.notebooks
+            for grade in notebook.grades
+            if grade.name in points.manual
+        ]
+        pending = any(value is None for value in hand) or not hand
+        row.update(
+            timestamp=str(submission.timestamp or ""),
+            raw_score=f"{submission.score:g}",
+            late_submission_penalty=f"{penalty:g}",
+            score=f"{max(0.0, submission.score - penalty):g}",
+            part_8=NOT_GRADED_YET if pending else f"{sum(hand):g}",
+            complete="no: part 8 not graded yet" if pending else "yes",
+        )
+        return row

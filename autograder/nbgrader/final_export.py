@@ -1,0 +1,101 @@
+"""``python -m autograder export``: the final grades and feedback, once part 8 is graded.
+
+Part 8 (``discussion``) is graded by hand in formgrader, which writes its score into the
+course's gradebook, the only place it lives. :func:`export` reads it from there into
+``grades.csv`` (the ``discussion`` column and ``total``; the autograded columns are kept as
+``grade-all`` wrote them; the late penalty is the course's rule applied to each row's
+``minutes_late``, as ``grade-all`` applies it, :mod:`autograder.nbgrader.late_penalty`), rewrites
+``summary.txt`` and ``scores.png``, and makes each student's feedback again with nbgrader's
+``generate_feedback`` (the course's template says *final* once part 8 is graded, *part 8: not
+graded yet* otherwise) into ``<out>/feedback/<student>.html``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from autograder.nbgrader.class_reports import (
+    NOT_GRADED_YET,
+    apply_late_penalty,
+    course_points,
+    csv_columns,
+    read_rows,
+    refresh_manual,
+    save_histogram,
+    summary_text,
+    write_rows,
+)
+from autograder.nbgrader.course import (
+    ASSIGNMENT,
+    NOTEBOOK,
+    CourseTemplate,
+    NbgraderError,
+    run_nbgrader,
+)
+from autograder.nbgrader.late_penalty import course_late_penalty, record_penalties
+
+__all__ = ["export"]
+
+
+def export(course_dir: Path, out: Path, feedback: bool = True) -> str:
+    """Part 8 from ``course_dir``'s gradebook into ``out/grades.csv``; returns what was done.
+
+    Raises:
+        FileNotFoundError: ``course_dir`` holds no gradebook, or ``out`` no ``grades.csv``
+            (run ``grade-all --out OUT --course COURSE`` first).
+        NbgraderError: ``generate_feedback`` failed.
+    """
+    course = CourseTemplate(Path(course_dir).resolve(), persistent=True)
+    out = Path(out).resolve()
+    if not course.gradebook.is_file() or not course.release_notebook.is_file():
+        raise FileNotFoundError(
+            f"{course.root} is not a course made by `python -m autograder grade-all --course` "
+            "(no gradebook.db or release/): give the folder you graded into."
+        )
+    rows, columns = read_rows(out / "grades.csv")
+    if not rows:
+        raise FileNotFoundError(
+            f"{out / 'grades.csv'} does not exist: give the --out folder of grade-all."
+        )
+    points = course_points(nbformat.read(course.release_notebook, as_version=4))
+    penalties = apply_late_penalty(rows, course_late_penalty(None, course.root), points)
+    manual = next(iter(points.manual), None)
+    record_penalties(course.db_url, ASSIGNMENT, NOTEBOOK, penalties, manual)
+    complete = refresh_manual(rows, points, course.db_url)
+    write_rows(rows, csv_columns(points, rows, columns), out / "grades.csv")
+    summary = summary_text(rows, points)
+    (out / "summary.txt").write_text(summary + "\n", encoding="utf-8")
+    if any(row.get("status") == "graded" for row in rows):
+        save_histogram(rows, points, out / "scores.png")
+    graded = [row for row in rows if row.get("status") == "graded"]
+    pending = [
+        row["student"]
+        for row in graded
+        if any(row.get(name) == NOT_GRADED_YET for name in points.manual)
+    ]
+    lines = [
+        f"part 8 graded for {complete} of {len(graded)} graded student(s)",
+        *([f"part 8 not graded yet: {', '.join(pending)}"] if pending else []),
+        f"grades: {out / 'grades.csv'}",
+    ]
+    if feedback and graded:
+        try:
+            run_nbgrader(course, "generate_feedback", {"assignment_id": ASSIGNMENT, "force": True})
+        except NbgraderError as error:
+            lines.append(f"feedback: {str(error).splitlines()[0]}")
+        (out / "feedback").mkdir(parents=True, exist_ok=True)
+        made = []
+        for row in graded:
+            html = course.feedback_html(row["student"])
+            if html.is_file():
+                shutil.copyfile(html, out / "feedback" / f"{row['student']}.html")
+                made.append(row["student"])
+        final = len(made) - len([s for s in pending if s in made])
+        lines.append(
+            f"feedback: {len(made)} file(s) in {out / 'feedback'} "
+            f"({final} final, {len(made) - final} saying part 8: not graded yet)"
+        )
+    return "\n".join([summary, "", *lines])

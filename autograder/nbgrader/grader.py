@@ -1,0 +1,389 @@
+"""Grade submissions with nbgrader: the core assesses, nbgrader records (``grade``, ``grade-all``).
+
+:class:`Grader` is the nbgrader front end of the grading core
+(:class:`~autograder.core.assessor.Assessor`). It builds the template course once
+(:func:`autograder.nbgrader.course.build_template`: ``generate_assignment`` on the solution notebook, a
+fresh gradebook), makes an assessor from the release it wrote, then grades any number of
+notebooks::
+
+    with Grader() as grader:
+        result = grader.grade(Path("alice.ipynb"))   # a GradeResult
+        print(result.as_dict())                         # {"total", "max_total", "status", ...}
+
+One submission, two steps, two trust domains:
+
+1. :meth:`Grader.assess` (trusted, with a sandbox under it): the core's
+   :meth:`~autograder.core.assessor.Assessor.assess` runs the notebook sandboxed and judges what it
+   returned. The result is plain data (:class:`~autograder.core.assessor.Assessment`), so the step
+   can run on another machine (:mod:`autograder.core.cluster`).
+2. :meth:`Grader.record` (trusted, the instructor's machine): ``nbgrader autograde``, with
+   execution off, writes the grader's scores once, into the course's gradebook (or, without a
+   course, the grader's own, made once per run) (:mod:`autograder.nbgrader.steps`), reads them
+   back to check, and ``generate_feedback`` makes the feedback HTML from that gradebook.
+
+:func:`grade_many` grades a list of :class:`~autograder.core.collect.Submission` in parallel (one
+sandbox per job, ``cores // jobs`` threads each), with a progress bar, and writes
+``grades.csv``, ``feedback/<student>.html``, ``summary.txt`` and ``scores.png``.
+
+Nothing here raises because of a submission: the returned
+:class:`~autograder.core.results.GradeResult` says what happened in its ``status``, and a failure
+of the grader itself on one submission is that submission's ``error`` row.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import nbformat
+
+from autograder.core.assessor import WALL_SECONDS, Assessment, Assessor, check_timeout
+from autograder.core.collect import Problem, Submission, student_id
+from autograder.core.file_tree import read_tree
+from autograder.core.isolation import require_isolation
+from autograder.core.results import GradeResult
+from autograder.core.sandbox import DEFAULT_LIMITS, SandboxLimits, require_unsandboxed_user
+from autograder.core.submission_file import UnreadableNotebook, read_bytes
+from autograder.nbgrader.course import (
+    GRADEBOOK_LOCK,
+    SOURCE_NOTEBOOK,
+    CourseTemplate,
+    autograde,
+    build_template,
+    new_workspace,
+    open_course,
+)
+from autograder.nbgrader.course import generate_feedback as nbgrader_feedback
+from autograder.nbgrader.gradebook_check import check_gradebook
+from autograder.nbgrader.progress_log import ProgressLog
+
+__all__ = ["Assessment", "ClassSettings", "Grader", "check_jobs", "check_timeout", "grade_many"]
+
+
+def check_jobs(jobs: int | None) -> int:
+    """``jobs`` validated; ``None`` gives the number of CPU cores."""
+    if jobs is None:
+        return max(1, os.cpu_count() or 1)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be an integer >= 1 (parallel gradings), got {jobs!r}.")
+    return jobs
+
+
+@dataclass(frozen=True)
+class ClassSettings:
+    """What ``grade-all`` says of the class beyond the notebooks, for its reports: the deadline
+    (``--deadline``), the roster CSV (``--roster``) and the late-penalty rule
+    (``--late-penalty``); each falls back on the course's own (:mod:`autograder.nbgrader.class_reports`)."""
+
+    deadline: Any = None
+    roster: Path | None = None
+    late_penalty: str | None = None
+
+
+class Grader:
+    """Grades notebooks against one solution notebook and records them in nbgrader (see the
+    module docstring).
+
+    Args:
+        source_notebook: the nbgrader source (solution cells and hidden tests).
+        timeout: per-cell time limit of the sandboxed run, in seconds (default 120).
+        workdir: where the template course, the grader's own course and the sandbox's view go
+            (a new temporary folder by default; removed by :meth:`close`).
+        keep: keep ``workdir`` (the grader's own course, with every notebook it recorded)
+            after :meth:`close`, to debug a grade.
+        isolate: run notebooks in the sandbox (``False``: a plain subprocess, for debugging;
+            its results are never ``graded``). With ``True`` and no isolation that holds,
+            raises :class:`~autograder.core.sandbox.SandboxUnavailable` (with the ways out).
+        wall_seconds: the whole sandboxed run is killed after this long (default 900 s).
+        course: an nbgrader course directory (made on first use) that also receives every
+            graded notebook and score, for formgrader, ``generate_feedback`` and ``export``.
+        limits: memory, process and size limits of one sandboxed run.
+    """
+
+    def __init__(
+        self,
+        source_notebook: Path = SOURCE_NOTEBOOK,
+        timeout: float | None = None,
+        workdir: Path | None = None,
+        keep: bool = False,
+        isolate: bool = True,
+        wall_seconds: float = WALL_SECONDS,
+        course: Path | None = None,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+    ) -> None:
+        check_timeout(timeout)
+        # Refused before any nbgrader work when student code could not be isolated.
+        if isolate:
+            require_isolation()
+        else:
+            require_unsandboxed_user()
+        self.keep = keep
+        self._own_dir = workdir is None
+        # Every path absolute: nbgrader changes the working directory while it converts a
+        # notebook, and gradings run in parallel threads.
+        self.workdir = Path(tempfile.mkdtemp(prefix="a2c-grading-") if workdir is None else workdir)
+        self.workdir = self.workdir.resolve()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        source_notebook = Path(source_notebook).resolve()
+        self.template = build_template(self.workdir / "template", source_notebook)
+        self.assessor = Assessor(
+            self.template.release_notebook,
+            self.workdir / "sandbox",
+            timeout=timeout,
+            isolate=isolate,
+            wall_seconds=wall_seconds,
+            limits=limits,
+            private_folders=[
+                self.workdir,
+                source_notebook.parent,
+                *([course] if course is not None else []),
+            ],
+        )
+        self._files = read_tree(self.template.root)
+        self._ids = itertools.count(1)  # thread-safe in CPython: score files' names stay unique
+        self.course: CourseTemplate | None = None
+        if course is not None:
+            self.course = open_course(course, source_notebook)
+        #: Where each submission is recorded, once: the instructor's course, or else a course
+        #: of this grader's own (written from the template's bytes, so that nothing on disk
+        #: since the template was built is used), whose gradebook the feedback is made from.
+        self.gradebook: CourseTemplate = self.course or new_workspace(
+            self._files, self.workdir / "gradebook"
+        )
+        (self.workdir / "scores").mkdir(exist_ok=True)
+
+    # The grading settings are the assessor's.
+    timeout = property(lambda self: self.assessor.timeout)
+    isolate = property(lambda self: self.assessor.isolate)
+    isolation = property(lambda self: self.assessor.isolation)
+    wall_seconds = property(lambda self: self.assessor.wall_seconds)
+    limits = property(lambda self: self.assessor.limits)
+
+    def budget(self, time_scale: float) -> float:
+        """What a notebook's whole run may take (:meth:`Assessor.budget`)."""
+        return self.assessor.budget(time_scale)
+
+    # ------------------------------------------------------------------ step 1: assess
+    def assess(
+        self, data: bytes, student: str, name: str = "a2c.ipynb", threads: int = 1
+    ) -> Assessment:
+        """Run and judge the submission ``data`` (:meth:`Assessor.assess`); never raises."""
+        return self.assessor.assess(data, student, name, threads)
+
+    # ------------------------------------------------------------------ step 2: record
+    def record(
+        self,
+        assessment: Assessment,
+        feedback_dir: Path | None = None,
+        log: ProgressLog | None = None,
+    ) -> GradeResult:
+        """Write ``assessment`` into nbgrader, once: into the course when there is one, else
+        into this grader's own gradebook; check the gradebook, make the feedback, append the
+        grade to ``log``; never raises."""
+        result = assessment.result
+        if not assessment.notebook:  # unreadable, or the grader failed: nothing for nbgrader
+            _append(log, result)
+            return result
+        start = time.perf_counter()
+        student = result.student
+        scores = self.workdir / "scores" / f"{next(self._ids):05d}.json"
+        try:
+            nb = nbformat.reads(assessment.notebook, as_version=4)
+            scores.write_text(
+                json.dumps(
+                    {
+                        f"test_{key}": {"score": part.score, "feedback": part.feedback}
+                        for key, part in result.parts.items()
+                    }
+                ),
+                encoding="utf-8",
+            )
+            autograde(self.gradebook, student, nb, scores)
+            with GRADEBOOK_LOCK:
+                disagreements = check_gradebook(self.gradebook.db_url, student, result)
+            if disagreements:
+                result.status = "error: the gradebook does not hold the grader's scores"
+                result.notes += disagreements
+            elif feedback_dir is not None:
+                html = nbgrader_feedback(self.gradebook, student)
+                Path(feedback_dir).mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(html, Path(feedback_dir) / f"{student}.html")
+        except Exception as error:  # noqa: BLE001 - one submission never stops the class
+            if result.graded:
+                first = str(error).splitlines()[0] if str(error) else type(error).__name__
+                result.status = f"error: {first[:300]}"
+            result.notes.append(f"{type(error).__name__}: {str(error)[-2000:]}")
+        finally:
+            scores.unlink(missing_ok=True)
+            result.timings["record"] = time.perf_counter() - start
+            result.seconds += time.perf_counter() - start
+        _append(log, result)
+        return result
+
+    def grade(
+        self,
+        path: Path,
+        student: str | None = None,
+        feedback_dir: Path | None = None,
+        threads: int = 1,
+        log: ProgressLog | None = None,
+    ) -> GradeResult:
+        """Grade the notebook at ``path`` as ``student`` (by default named after the file).
+
+        With ``feedback_dir``, the feedback HTML is copied to ``feedback_dir/<student>.html``;
+        with ``log``, the grade is appended to it once recorded.
+        """
+        path = Path(path).resolve()
+        student = student or student_id(path) or "student"
+        try:
+            data = read_bytes(path)
+        except UnreadableNotebook as error:
+            result = GradeResult(
+                student, status=f"unreadable: {error}", source=str(path), sandboxed=False
+            )
+            _append(log, result)
+            return result
+        assessment = self.assess(data, student, path.name, threads)
+        assessment.result.source = str(path)
+        return self.record(assessment, feedback_dir, log)
+
+    def close(self) -> None:
+        """Remove the template and the grader's own course (when the workdir was made here)."""
+        if self._own_dir and not self.keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> Grader:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _append(log: ProgressLog | None, result: GradeResult) -> None:
+    if log is not None:
+        log.write(result)
+
+
+def _outcome(future: Any, sub: Submission) -> GradeResult:
+    """The result of one local grading future; never raises (one submission, one row)."""
+    if future.cancelled():
+        return GradeResult(
+            sub.student,
+            status="not graded: interrupted (Ctrl-C) before this notebook was graded",
+            sandboxed=False,
+            source=str(sub.path),
+        )
+    try:
+        return future.result()
+    except Exception as error:  # noqa: BLE001 - one submission never stops the class
+        return GradeResult(
+            sub.student,
+            status=f"error: the grader failed on this submission ({type(error).__name__})",
+            notes=[str(error)[:500]],
+            source=str(sub.path),
+        )
+
+
+def _grade_locally(
+    grader: Grader,
+    submissions: Sequence[Submission],
+    feedback_dir: Path | None,
+    jobs: int | None,
+    progress: bool,
+    log: ProgressLog,
+) -> list[GradeResult]:
+    """``grader.grade`` on each submission in ``jobs`` threads, each once.
+
+    Ctrl-C stops it: what was graded (and what was under way) is returned, the rest as
+    ``not graded: interrupted``.
+    """
+    from tqdm.auto import tqdm
+
+    jobs = check_jobs(jobs)
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    futures = {
+        pool.submit(grader.grade, sub.path, sub.student, feedback_dir, threads, log): sub
+        for sub in submissions
+    }
+    bar = tqdm(total=len(futures), desc="grading", unit="nb", disable=not progress)
+    try:
+        for _ in as_completed(futures):
+            bar.update(1)
+    except KeyboardInterrupt:
+        # Ctrl-C: nothing new starts; the gradings under way finish and are kept.
+        bar.close()
+        print("\ninterrupted: finishing the gradings under way, then writing what was graded")
+        pool.shutdown(wait=True, cancel_futures=True)
+        return [_outcome(future, sub) for future, sub in futures.items()]
+    bar.close()
+    pool.shutdown()
+    return [_outcome(future, sub) for future, sub in futures.items()]
+
+
+def grade_many(
+    grader: Grader,
+    submissions: Sequence[Submission],
+    out: Path,
+    problems: Sequence[Problem] = (),
+    jobs: int | None = None,
+    progress: bool = True,
+    histogram: bool = True,
+    feedback: bool = True,
+    cluster: Any = None,
+    settings: ClassSettings = ClassSettings(),
+) -> list[GradeResult]:
+    """Grade ``submissions`` with ``jobs`` parallel nbgrader runs and write the reports to ``out``.
+
+    Files in ``problems`` (unreadable, duplicates...) get a row in the CSV with their reason.
+    Each submission is graded once, a failed or timed-out one too (its run's cost is bounded by
+    the runner's budget, and a second try would double it). Each student's grade is appended to
+    ``out/progress.jsonl`` as it is recorded; the file goes once ``grades.csv`` holds every row.
+    With ``cluster`` (an :class:`autograder.core.cluster.ClusterGrading`: a Dask
+    cluster), the assess steps run there instead of ``jobs`` local threads; recording stays here.
+    ``settings``: the class's deadline, roster and late penalty, for the reports.
+    """
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    feedback_dir = out / "feedback" if feedback else None
+    log = ProgressLog(out / "progress.jsonl")
+    if cluster is not None:
+        results = cluster.grade_class(
+            grader.assessor,
+            lambda assessment: grader.record(assessment, feedback_dir, log),
+            submissions,
+            progress,
+        )
+    else:
+        results = _grade_locally(grader, submissions, feedback_dir, jobs, progress, log)
+    # The reports: merged by student into what `out` holds already (autograder.nbgrader.class_reports).
+    from autograder.nbgrader.class_reports import write_reports
+
+    written = write_reports(
+        grader,
+        out,
+        results,
+        submissions,
+        problems,
+        histogram=histogram,
+        feedback_dir=feedback_dir,
+        make_feedback=nbgrader_feedback,
+        settings=settings,
+    )
+    log.remove()  # every row is in grades.csv now
+    return written

@@ -1,0 +1,175 @@
+"""When each submission was handed in, the assignment's deadline, and how late it was.
+
+**The submission time** of a notebook is, first found wins:
+
+1. the ``timestamp.txt`` nbgrader's exchange writes beside a collected notebook
+   (``submitted/<student>/a2c/timestamp.txt``): the time the student pressed *Submit*;
+2. the time an LMS archive records for the notebook's member (a zip stores local time without
+   a time zone: it is read in the deadline's time zone, else as UTC);
+3. the file's modification time on this machine (a download or a copy can change it: the
+   grades CSV says which source each time came from).
+
+**The deadline** is per assignment and lives in the course: ``grade-all --deadline
+2026-03-01T23:59+01:00 --course DIR`` stores it as the gradebook's due date of ``a2c``
+(formgrader and ``nbgrader export`` show it); later runs into that course use it. Without a
+course, ``--deadline`` applies to that run only.
+
+**Minutes late** are whole minutes after the deadline, rounded up (one second late is 1), 0 when
+on time. The grades CSV, the summary and formgrader (the submission's timestamp in the
+gradebook, beside the due date) show them. Points are taken off only under a late penalty
+the instructor configures (:mod:`autograder.nbgrader.late_penalty`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+__all__ = [
+    "SubmissionTime",
+    "course_deadline",
+    "minutes_late",
+    "parse_deadline",
+    "record_times",
+    "submission_time",
+]
+
+#: The most bytes read from a ``timestamp.txt`` (nbgrader writes about 30).
+_TIMESTAMP_BYTES = 200
+
+
+@dataclass(frozen=True)
+class SubmissionTime:
+    """A submission's time (aware, UTC) and where it was read from."""
+
+    when: datetime
+    source: str  #: "nbgrader timestamp", "zip member time" or "file time"
+
+    def iso(self) -> str:
+        return self.when.astimezone(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def parse_deadline(text: str) -> datetime:
+    """The deadline ``text`` (ISO 8601 with its time zone) as an aware datetime.
+
+    Raises:
+        ValueError: not an ISO date and time, or no time zone (``23:59`` where?).
+    """
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"--deadline {text!r} is not a date and time: give ISO 8601 with the time zone, "
+            "e.g. 2026-03-01T23:59+01:00 (or ...Z for UTC)."
+        ) from None
+    if when.tzinfo is None:
+        raise ValueError(
+            f"--deadline {text!r} has no time zone: add it, e.g. {text.strip()}+01:00 "
+            "(or Z for UTC)."
+        )
+    return when
+
+
+def _nbgrader_timestamp(folder: Path) -> datetime | None:
+    path = folder / "timestamp.txt"
+    if not path.is_file() or path.is_symlink():
+        return None
+    with path.open("rb") as handle:
+        text = handle.read(_TIMESTAMP_BYTES).decode("utf-8", "replace").strip()
+    from nbgrader.utils import parse_utc
+
+    try:
+        when = parse_utc(text)
+    except (ValueError, OverflowError):
+        return None
+    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when
+
+
+def _zip_member_time(origin: str, zone: timezone | None) -> datetime | None:
+    archive, sep, member = origin.rpartition(".zip:")
+    if not sep:
+        return None
+    try:
+        with zipfile.ZipFile(archive + ".zip") as handle:
+            stamp = handle.getinfo(member).date_time
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    try:
+        return datetime(*stamp, tzinfo=zone or timezone.utc)
+    except ValueError:  # a zero or impossible date in the archive
+        return None
+
+
+def submission_time(
+    path: Path, origin: str = "", deadline: datetime | None = None, mtime: float | None = None
+) -> SubmissionTime:
+    """The time the notebook at ``path`` was handed in (rules in the module docstring).
+
+    ``origin`` is how :mod:`autograder.core.collect` names a file found in an archive
+    (``<archive>.zip:<member>``); ``deadline`` gives a zip's local times their time zone;
+    ``mtime`` is the file's modification time as collected (read from ``path`` otherwise).
+    """
+    path = Path(path)
+    found = _nbgrader_timestamp(path.parent)
+    if found is not None:
+        return SubmissionTime(found, "nbgrader timestamp")
+    zone = deadline.tzinfo if deadline is not None else None
+    found = _zip_member_time(origin, zone) if origin else None  # type: ignore[arg-type]
+    if found is not None:
+        return SubmissionTime(found, "zip member time")
+    when = path.stat().st_mtime if mtime is None else mtime
+    return SubmissionTime(datetime.fromtimestamp(when, tz=timezone.utc), "file time")
+
+
+def minutes_late(when: datetime, deadline: datetime | None) -> int:
+    """Whole minutes ``when`` is after ``deadline``, rounded up; 0 when on time or none."""
+    if deadline is None:
+        return 0
+    seconds = (when - deadline).total_seconds()
+    return max(0, math.ceil(seconds / 60.0))
+
+
+def course_deadline(db_url: str, assignment: str, given: datetime | None) -> datetime | None:
+    """The deadline of ``assignment``: ``given`` (then stored in the gradebook as its due
+    date), else the due date the gradebook holds, else ``None``."""
+    from nbgrader.api import Gradebook
+
+    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
+        warnings.simplefilter("ignore")
+        if given is not None:
+            naive = given.astimezone(timezone.utc).replace(tzinfo=None)  # nbgrader stores UTC
+            gradebook.update_or_create_assignment(assignment, duedate=naive)
+            return given
+        try:
+            due = gradebook.find_assignment(assignment).duedate
+        except Exception:  # noqa: BLE001 - nbgrader's MissingEntry: no assignment yet
+            return None
+    return due.replace(tzinfo=timezone.utc) if due is not None else None
+
+
+def record_times(
+    course_root: Path, db_url: str, assignment: str, times: dict[str, SubmissionTime]
+) -> None:
+    """Store each student's submission time in the course: the gradebook's timestamp
+    (formgrader shows it) and ``submitted/<student>/<assignment>/timestamp.txt``, which
+    formgrader compares with it to tell an autograded submission (they must be equal)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
+        warnings.simplefilter("ignore")
+        for student, stamp in times.items():
+            try:
+                submission = gradebook.find_submission(assignment, student)
+            except MissingEntry:
+                continue
+            naive = stamp.when.astimezone(timezone.utc).replace(tzinfo=None)
+            submission.timestamp = naive
+            folder = Path(course_root) / "submitted" / student / assignment
+            if folder.is_dir():
+                text = naive.strftime("%Y-%m-%d %H:%M:%S.%f") + " UTC"
+                (folder / "timestamp.txt").write_text(text + "\n", encoding="utf-8")
+        gradebook.db.commit()

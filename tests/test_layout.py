@@ -1,4 +1,5 @@
-"""Is the layout of docs/design.md, section 2, kept: imports one way, and no import cycle?
+"""Is the layout of docs/design.md, section 2, kept: imports one way, no import cycle, the
+grading core free of nbgrader, and what the sandbox is shown free of the grader?
 
 The import graph is read from the source (``ast``), lazy imports inside functions included, so
 a cycle hidden behind a function-level import is found too.
@@ -22,6 +23,55 @@ MAY_IMPORT = {
 def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path: Path, package: str) -> set[str]:
+    """Every dotted name ``path`` imports (relative imports resolved against ``package``),
+    third-party ones included, lazy imports inside functions too."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def _modules_under(folder: str) -> list[tuple[str, Path]]:
+    found = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        name = module_name(path)
+        found.append((name if path.name == "__init__.py" else name.rpartition(".")[0], path))
+    return found
+
+
+def test_the_grading_core_knows_nothing_of_nbgrader_or_the_front_ends():
+    """autograder/core (assess, judge, sandbox, cluster) imports neither nbgrader nor a front end:
+    Gradescope, PrairieLearn and the nbgrader commands all stand on it."""
+    front_ends = ("nbgrader", "autograder.nbgrader", "autograder.gradescope")
+    front_ends += ("autograder.prairielearn", "autograder.cli", "autograder.platform_run")
+    for package, path in _modules_under("autograder/core"):
+        for name in imported(path, package):
+            assert not any(name == f or name.startswith(f + ".") for f in front_ends), (
+                f"{path.relative_to(ROOT)} imports {name}"
+            )
+
+
+def test_what_the_sandbox_is_shown_imports_nothing_of_the_grader():
+    """autograder/sandboxed (mounted read-only into the sandbox) imports nothing of autograder
+    or solutions: the reference and the judges never reach student code."""
+    for package, path in _modules_under("autograder/sandboxed"):
+        for name in imported(path, package):
+            top = name.split(".")[0]
+            inside = name.startswith("autograder.sandboxed")
+            assert inside or top not in ("autograder", "solutions"), (
+                f"{path.relative_to(ROOT)} imports {name}"
+            )
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -130,7 +130,7 @@ class TensorActionsPolicy(ref.Policy):
 @pytest.mark.parametrize(
     ("policy", "match"),
     [
-        (GreedyPolicy, "instead of taking argmax"),
+        (GreedyPolicy, r"instead of taking the most likely one \(the argmax\)"),
         (NoGradPolicy, "keep their autograd graph"),
     ],
 )

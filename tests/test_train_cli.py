@@ -116,11 +116,19 @@ def test_help_says_what_the_options_do(capsys):
     helps = " ".join(build_parser().format_help().split())
     assert "--no-progress no progress bar" in helps and "turn off: show" not in helps
     assert "0 over the budget (--steps)" in helps and "total_steps" not in helps
-    for argv in (["missing.pt", "--games", "0"], ["missing.pt", "--seed", "-1"]):
+    for argv, said in (
+        (["missing.pt", "--games", "0"], "argument --games: expected a positive integer, got '0'"),
+        (["missing.pt", "--games", "ten"], "argument --games: expected a positive integer"),
+        (["missing.pt", "--seed", "-1"], "argument --seed: expected an integer >= 0, got '-1'"),
+    ):
         with pytest.raises(SystemExit) as exited:
             evaluate_module.main(argv)
         assert exited.value.code == 2
-        assert "expected" in capsys.readouterr().err
+        assert said in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        evaluate_module.main(["--help"])
+    evaluate_help = " ".join(capsys.readouterr().out.split())
+    assert "(default 12345)" in evaluate_help and "(default 10)" in evaluate_help
 
 
 # ----- runtime --------------------------------------------------------------------------------

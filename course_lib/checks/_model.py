@@ -121,7 +121,8 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
             else "action frequencies do not follow softmax(logits).",
             probs,
             freq.round(3),
-            "sample from Categorical(logits=logits) instead of taking argmax."
+            "the agent must explore: draw each action at random with the probabilities "
+            "softmax(logits), instead of taking the most likely one (the argmax)."
             if greedy
             else "Categorical(logits=logits) takes raw logits; Categorical(probs=...) needs a softmax.",
         )
@@ -162,7 +163,8 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
             part,
             problem,
             actual=log_probs,
-            hint="use dist.log_prob(actions) of the same distribution you sampled from.",
+            hint="each entry is the log-probability of the action you returned for that env, "
+            "under the same softmax(logits) it was drawn from (not of a second draw).",
         )
     if not (values.requires_grad and log_probs.requires_grad):
         _fail(

@@ -1,7 +1,9 @@
 """Keep what the student's notebook showed when it was submitted, safely, marked as theirs.
 
 Grading does not re-run the cells that train and evaluate: part 8 is graded by hand on the
-curves, numbers and video the student's own run produced. :func:`keep_submitted_outputs`
+curves, numbers and still frames of the agent's video (the video file itself never reaches
+the grader; ``record_video`` shows frames as PNG beside it) that the student's own run
+produced. :func:`keep_submitted_outputs`
 filters every output of the submission to text and raster images (HTML, JavaScript, SVG and
 widget state are dropped: feedback and formgrader show outputs in a browser, where a script would
 run with the reader's rights), strips terminal control sequences from text, and puts a first

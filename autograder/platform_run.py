@@ -8,14 +8,17 @@ submission in a folder and the course's files next to it. This module is what bo
   and its results folder before any student code runs (container mode then refuses nothing
   and shows nothing of them: :mod:`autograder.core.container_isolation`);
 * :func:`find_notebook` picks the submitted ``.ipynb`` (a bounded walk);
-* :func:`grade_notebook` grades it with the same :class:`~autograder.nbgrader.grader.Grader` as
-  ``grade`` and ``grade-all`` (secret cases, plain-data records, judged in this process);
+* :func:`grade_notebook` grades it with the grading core's
+  :class:`~autograder.core.assessor.Assessor`, as ``grade`` and ``grade-all`` do (secret cases,
+  plain-data records, judged in this process), against the release the bundle carries
+  (:data:`RELEASE_NAME`, made by nbgrader's ``generate_assignment`` when the bundle was built):
+  no gradebook and no nbgrader run at grading time;
 * :func:`part_rows` lists the result per part, the bonus and the part graded by hand marked;
 * :func:`write_json` writes the platform's results file atomically, as root, after grading:
   whatever the notebook did, the file holds this grader's result.
 
-The kit's files (:func:`kit_files`) and the requirements a grading image needs
-(:func:`grading_requirements`) are what the two bundlers copy.
+The kit's files (:func:`kit_files`), the release (:func:`release_bytes`) and the requirements a
+grading image needs (:func:`grading_requirements`) are what the two bundlers copy.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ __all__ = [
     "grade_notebook",
     "grading_requirements",
     "kit_files",
+    "release_bytes",
     "part_rows",
     "write_json",
 ]
@@ -56,6 +60,8 @@ NOT_FOR_GRADING = (
     "ruff",
 )
 MAX_ENTRIES = 10_000  #: entries of a submission folder looked at for its notebook
+#: Where a bundle carries the release notebook (relative to the kit's root).
+RELEASE_NAME = "release/a2c.ipynb"
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,17 @@ def kit_files(root: Path = KIT_ROOT) -> dict[str, Path]:
     for name in KIT_FILES:
         found[name] = root / name
     return found
+
+
+def release_bytes(root: Path = KIT_ROOT) -> bytes:
+    """The release notebook of the kit's solution notebook, as nbgrader's
+    ``generate_assignment`` makes it (what students got: the autograded cells and their points)."""
+    from solutions.build_notebooks import generate_release
+
+    with tempfile.TemporaryDirectory(prefix="a2c-release-") as folder:
+        made = Path(folder) / "a2c.ipynb"
+        generate_release(root / "solutions" / "a2c.ipynb", made)
+        return made.read_bytes()
 
 
 def grading_requirements(root: Path = KIT_ROOT) -> str:
@@ -141,10 +158,34 @@ def grade_notebook(path: Path, student: str) -> Any:
     """Grade ``path`` as ``grade`` does (the sandbox, else container mode); a
     :class:`~autograder.core.results.GradeResult`. Raises
     :class:`~autograder.core.sandbox.SandboxUnavailable` when student code cannot be isolated."""
-    from autograder.nbgrader.grader import Grader
+    import shutil
 
-    with Grader(isolate=True) as grader:
-        return grader.grade(path, student=student)
+    import nbformat
+
+    from autograder.core.assessor import Assessor
+    from autograder.core.course_points import course_points
+    from autograder.core.results import GradeResult
+    from autograder.core.submission_file import UnreadableNotebook, read_bytes
+
+    bundled = KIT_ROOT / RELEASE_NAME
+    data = bundled.read_bytes() if bundled.is_file() else release_bytes()
+    release = nbformat.reads(data.decode("utf-8"), as_version=4)
+    workdir = Path(tempfile.mkdtemp(prefix="a2c-grading-"))
+    try:
+        assessor = Assessor(release, workdir / "sandbox", isolate=True)
+        try:
+            submitted = read_bytes(path)
+        except UnreadableNotebook as error:
+            return GradeResult(
+                student, status=f"unreadable: {error}", source=str(path), sandboxed=False
+            )
+        result = assessor.assess(submitted, student, Path(path).name).result
+        result.source = str(path)
+        # The parts graded by hand are the platform's to score: their points, from the release.
+        result.manual = dict(course_points(release).manual)
+        return result
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def part_rows(result: Any) -> list[PartRow]:

@@ -62,6 +62,18 @@ def test_the_grading_core_knows_nothing_of_nbgrader_or_the_front_ends():
             )
 
 
+def test_the_platform_front_ends_stand_on_the_core_alone():
+    """Gradescope and PrairieLearn grade with the core's Assessor: no nbgrader front end, no
+    gradebook at grading time (the release is made when the bundle is built)."""
+    found = [*_modules_under("autograder/gradescope"), *_modules_under("autograder/prairielearn")]
+    found.append(("autograder", ROOT / "autograder" / "platform_run.py"))
+    for package, path in found:
+        for name in imported(path, package):
+            assert not name.startswith("autograder.nbgrader") and name.split(".")[0] != "nbgrader", (
+                f"{path.relative_to(ROOT)} imports {name}"
+            )
+
+
 def test_what_the_sandbox_is_shown_imports_nothing_of_the_grader():
     """autograder/sandboxed (mounted read-only into the sandbox) imports nothing of autograder
     or solutions: the reference and the judges never reach student code."""

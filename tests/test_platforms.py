@@ -35,7 +35,7 @@ from autograder.core import container_isolation, landlock, sandbox
 from autograder.core.results import GradeResult, PartScore
 from autograder.gradescope.bundle import build_zip
 from autograder.gradescope.run_autograder import gradescope_results
-from autograder.platform_run import find_notebook, grading_requirements
+from autograder.platform_run import RELEASE_NAME, find_notebook, grading_requirements
 from autograder.prairielearn.bundle import ENTRYPOINT, write_bundle
 from autograder.prairielearn.run_grader import prairielearn_results
 from tests.submissions.course import course_submission
@@ -76,6 +76,12 @@ def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path):
         names
     )
     assert "course_lib/nature_dqn.py" in names and not any("__pycache__" in n for n in names)
+    # The release the platform grades against (nbgrader's generate_assignment at build time):
+    # the autograded cells with their points, stubs, no hidden test.
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as archive:
+        release = nbformat.reads(archive.read(RELEASE_NAME).decode(), as_version=4)
+    graded = [c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert len(graded) >= 6 and "BEGIN HIDDEN TESTS" not in nbformat.writes(release)
     assert "torch==" in requirements and "nbgrader==" in requirements
     assert "pytest" not in requirements and "stable-baselines3" not in requirements
     assert "selenium" not in requirements
@@ -102,6 +108,7 @@ def test_the_prairielearn_bundle_holds_question_grader_and_image(tmp_path):
     assert "solutions" not in dockerfile  # the image is public: no course file in it
     assert os.stat(out / "run_grader").st_mode & 0o111
     assert "kit/solutions/reference.py" in names and "kit/autograder/core/judges/a2c.py" in names
+    assert f"kit/{RELEASE_NAME}" in names
     with pytest.raises(ValueError, match="new or empty folder"):
         write_bundle(out, "x")
     assert cli.main(["prairielearn", "--out", str(tmp_path / "cli")]) == 0

@@ -5,7 +5,13 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from autograder.platform_run import KIT_ROOT, grading_requirements, kit_files
+from autograder.platform_run import (
+    KIT_ROOT,
+    RELEASE_NAME,
+    grading_requirements,
+    kit_files,
+    release_bytes,
+)
 
 __all__ = ["RUN_AUTOGRADER", "SETUP_SH", "build_zip"]
 
@@ -38,7 +44,7 @@ fi
 python3 -m pip install -q -r requirements.txt
 # The grader's own Python files: readable by root alone from now on.
 chmod -R go-w . && chmod o-rwx .
-python3 -I -c 'import sys; sys.path.insert(0, sys.argv[1]); import autograder.nbgrader.grader' "$PWD"
+python3 -I -c 'import sys; sys.path.insert(0, sys.argv[1]); import autograder.platform_run, autograder.core.assessor' "$PWD"
 echo "setup.sh: ready"
 """
 
@@ -77,4 +83,6 @@ def build_zip(out: Path, root: Path = KIT_ROOT) -> list[str]:
         for name, path in kit_files(root).items():
             _add(archive, name, path.read_bytes(), 0o644)
             names.append(name)
+        _add(archive, RELEASE_NAME, release_bytes(root), 0o644)
+        names.append(RELEASE_NAME)
     return names

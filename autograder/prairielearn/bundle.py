@@ -7,7 +7,13 @@ import json
 import uuid
 from pathlib import Path
 
-from autograder.platform_run import KIT_ROOT, grading_requirements, kit_files
+from autograder.platform_run import (
+    KIT_ROOT,
+    RELEASE_NAME,
+    grading_requirements,
+    kit_files,
+    release_bytes,
+)
 
 __all__ = ["ENTRYPOINT", "write_bundle"]
 
@@ -86,6 +92,7 @@ def write_bundle(out: Path, image: str, root: Path = KIT_ROOT) -> list[str]:
     }
     for name, path in kit_files(root).items():
         files[f"kit/{name}"] = path.read_bytes()
+    files[f"kit/{RELEASE_NAME}"] = release_bytes(root)
     for name, data in files.items():
         target = out / name
         target.parent.mkdir(parents=True, exist_ok=True)

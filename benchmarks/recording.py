@@ -46,7 +46,10 @@ _RECORD_SCRIPT = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    from autograder.nbgrader.grader import Assessment, Grader
+    try:  # the tree's layout: autograder/nbgrader/ since the grading core was split out
+        from autograder.nbgrader.grader import Assessment, Grader
+    except ImportError:
+        from autograder.pipeline import Assessment, Grader
     notebook, folder, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
     found = {}
     for label, course in (("course", folder / "course"), ("no course", None)):

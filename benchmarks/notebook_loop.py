@@ -1,6 +1,6 @@
 """Speed of the notebook's training loop (part 7), in agent steps per second.
 
-    python benchmarks/notebook_loop.py [--steps 40000] [--warmup 2000]
+    python benchmarks/notebook_loop.py [--steps 40000] [--warmup 2000] [--repeats 1]
                                        [--notebook solutions/a2c.ipynb]
 
 It runs the solution notebook's own cells in a Jupyter kernel, as *Run All* does: the set-up and
@@ -26,6 +26,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -108,18 +109,9 @@ def benchmark_notebook(source: Path, total_steps: int) -> nbformat.NotebookNode:
     return nbformat.v4.new_notebook(cells=cells, metadata=nb.metadata)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=40_000, help="timed agent steps")
-    parser.add_argument("--warmup", type=int, default=2_000, help="untimed agent steps first")
-    parser.add_argument("--notebook", type=Path, default=NOTEBOOK, help="the solution notebook")
-    args = parser.parse_args(argv)
-    if args.steps < 1 or args.warmup < 0:
-        parser.error("--steps must be a positive integer and --warmup one >= 0")
-    env = {k: v for k, v in os.environ.items() if k not in ("A2C_KIT_QUICK", "NBGRADER_EXECUTION")}
-    os.environ.clear()
-    os.environ.update(env)  # the kernel inherits it: no quick mode
-    nb = benchmark_notebook(args.notebook, args.steps + args.warmup)
+def run_once(source: Path, steps: int, warmup: int) -> dict:
+    """Run the benchmark's cells once, in a fresh kernel; the timed speed and what it covered."""
+    nb = benchmark_notebook(source, steps + warmup)
     started = time.perf_counter()
     client = NotebookClient(
         nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
@@ -130,14 +122,43 @@ def main(argv: list[str] | None = None) -> int:
     report = json.loads(text.strip().splitlines()[-1])
     times, batch = report["times"], report["batch"]
     n_updates = len(times) - 1
-    first = min(math.ceil(args.warmup / batch), n_updates - 1)
-    steps = (n_updates - first) * batch
+    first = min(math.ceil(warmup / batch), n_updates - 1)
+    timed = (n_updates - first) * batch
     elapsed = times[-1] - times[first]
-    print(f"machine: {machine()}; device {report['device']}, {report['threads']} torch threads")
+    return {**report, "updates": n_updates, "timed_steps": timed, "elapsed": elapsed,
+            "steps_per_s": timed / elapsed, "wall": wall}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=40_000, help="timed agent steps")
+    parser.add_argument("--warmup", type=int, default=2_000, help="untimed agent steps first")
+    parser.add_argument("--repeats", type=int, default=1, help="runs, each in a fresh kernel")
+    parser.add_argument("--notebook", type=Path, default=NOTEBOOK, help="the solution notebook")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.warmup < 0 or args.repeats < 1:
+        parser.error("--steps and --repeats must be positive integers and --warmup one >= 0")
+    env = {k: v for k, v in os.environ.items() if k not in ("A2C_KIT_QUICK", "NBGRADER_EXECUTION")}
+    os.environ.clear()
+    os.environ.update(env)  # the kernel inherits it: no quick mode
+    speeds = []
+    for repeat in range(1, args.repeats + 1):
+        print(f"run {repeat}/{args.repeats} starts: machine: {machine()}", flush=True)
+        r = run_once(args.notebook, args.steps, args.warmup)
+        speeds.append(r["steps_per_s"])
+        print(
+            f"run {repeat}/{args.repeats}: notebook loop ({args.notebook.name}, part 7 cell as "
+            f"written, {r['updates']} updates, dashboard drawn {r['draws']} times, device "
+            f"{r['device']}, {r['threads']} torch threads): {r['timed_steps']} timed agent steps "
+            f"in {r['elapsed']:.1f} s = {r['steps_per_s']:.0f} steps/s; the whole run "
+            f"{r['wall']:.0f} s; machine after: {machine()}",
+            flush=True,
+        )
+    median = statistics.median(speeds)
     print(
-        f"notebook loop ({args.notebook.name}, part 7 cell as written, {n_updates} updates, "
-        f"dashboard drawn {report['draws']} times): {steps} timed agent steps in {elapsed:.1f} s = "
-        f"{steps / elapsed:.0f} steps/s; the whole run {wall:.0f} s"
+        f"median of {len(speeds)} runs: {median:.0f} agent steps/s "
+        f"({', '.join(f'{v:.0f}' for v in speeds)}); 1M agent steps at the median: "
+        f"{1e6 / median / 60:.0f} minutes"
     )
     return 0
 

@@ -27,8 +27,8 @@ What makes the reference fast (the measurements are in docs/benchmarks.md):
   (``solutions.train.NoGradPolicy``);
 * the env batch: the native ale-py vector env steps faster than SB3's ``DummyVecEnv`` +
   ``VecFrameStack``;
-* the bootstrap value V(latest_observation) under ``no_grad``; observations reach torch with
-  ``torch.from_numpy`` (no copy); all statistics of an update leave the device in one transfer.
+* the bootstrap value V(latest_observation) under ``no_grad``; the merged batch of
+  observations reaches torch with ``torch.as_tensor`` (no copy on the CPU).
 """
 
 from __future__ import annotations

@@ -218,11 +218,10 @@ class A2C:
         self.optimizer.zero_grad(set_to_none=True)
         terms["loss"].backward()
         grad_norm = nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.max_grad_norm)
-        stats = {key: value.detach() for key, value in terms.items()}
-        stats["grad_norm"] = grad_norm.detach().to(terms["loss"].device)  # before clipping
-        numbers = torch.stack(list(stats.values())).tolist()  # one device-to-host copy
+        stats = {key: value.item() for key, value in terms.items()}
+        stats["grad_norm"] = grad_norm.item()  # the norm before clipping
         self.optimizer.step()
-        return dict(zip(stats, numbers, strict=True))
+        return stats
 
     def loss(self, trajectory):
         """The loss terms as tensors: loss, policy_loss, value_loss, entropy."""

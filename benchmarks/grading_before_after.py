@@ -5,7 +5,7 @@ Run from the repository root (needs git and bubblewrap)::
     python -m benchmarks.grading_before_after                 # against bd1766d, 3 rounds
     python -m benchmarks.grading_before_after --ref REF --rounds 5
 
-1. **Side by side**: ``python -m autograder grade solutions/a2c.ipynb --json`` (one perfect
+1. **Side by side**: ``python -m autograder grade solutions/a2c.ipynb --json --student ref`` (one perfect
    notebook, sandboxed, what an instructor runs) with this tree's grader and with the grader of
    ``--ref`` (checked out into a temporary git worktree, run with the same Python), alternating
    round by round so that both see the same machine load; medians and their ratio.
@@ -36,7 +36,7 @@ def _grade_cli(cwd: Path) -> float:
     """Seconds for one `grade --json` run with the grader found in ``cwd``; checks the grade."""
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(NOTEBOOK), "--json"],
+        [sys.executable, "-m", "autograder", "grade", str(NOTEBOOK), "--json", "--student", "ref"],
         cwd=cwd,
         capture_output=True,
         text=True,

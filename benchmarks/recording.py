@@ -18,7 +18,7 @@ both see the same machine load. Three measurements, each printed with the ratio 
    notebook with ``--jobs`` parallel gradings and ``--course``: wall time and the core-seconds per
    notebook (user + system CPU of the grader and every child process it waited for, from
    ``wait4``; the sandbox's processes are reaped inside it and counted there).
-3. **one notebook end to end**: ``python -m autograder grade solutions/a2c.ipynb --json``
+3. **one notebook end to end**: ``python -m autograder grade solutions/a2c.ipynb --json --student ref``
    (start, template course, one grading), wall time and CPU.
 """
 

@@ -436,7 +436,12 @@ def test_a_grader_that_is_not_root_never_runs_a_notebook_unsandboxed():
         venv = home / "venv"  # the user's own environment: the kit and its packages by .pth
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
         site_dir = next((venv / "lib").glob("python3*/site-packages"))
-        (site_dir / "kit.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n{ROOT}\n")
+        # The user's own copy of the kit, as a non-root instructor has (this checkout may sit in
+        # a folder closed to other users, such as `mktemp -d`).
+        kit = home / "kit"
+        for package in ("autograder", "solutions", "course_lib"):
+            shutil.copytree(ROOT / package, kit / package, ignore=shutil.ignore_patterns("__pycache__"))
+        (site_dir / "kit.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n{kit}\n")
         nbformat.write(hostile_submission("write_environment", token=TOKEN), home / "w.ipynb")
         (home / "stub.ipynb").write_bytes(RELEASE.read_bytes())
         (home / "tmp").mkdir()

@@ -242,9 +242,11 @@ def test_records_round_trip_and_refuse_anything_but_plain_data() -> None:
             loads(text)
 
 
-def test_grade_many_grades_a_failure_once(tmp_path: Path) -> None:
+def test_grade_many_grades_a_failure_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A grading that failed or timed out is not graded a second time: a hostile notebook's
-    cost is one grading's."""
+    cost is one grading's. (And ``progress=False`` shows no progress bar.)"""
 
     class FailingGrader:
         def __init__(self) -> None:
@@ -266,6 +268,7 @@ def test_grade_many_grades_a_failure_once(tmp_path: Path) -> None:
     results = grade_many(grader, subs, tmp_path / "out", jobs=2, progress=False, feedback=False)
     assert sorted(grader.calls) == sorted(names)
     assert [r.status for r in results] == ["graded", "timeout: too long", "error: ended early"]
+    assert "grading:" not in capsys.readouterr().err  # tqdm's bar, "grading: 100%|..."
 
 
 def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

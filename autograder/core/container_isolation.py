@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import importlib.util
 import os
 import resource
 import shutil
@@ -60,7 +59,6 @@ from pathlib import Path
 
 from autograder.core import landlock
 from autograder.core.sandbox import (
-    HIDDEN_PACKAGES,
     SYSTEM_DIRS,
     SandboxLimits,
     SandboxResult,
@@ -71,6 +69,7 @@ from autograder.core.sandbox import (
     _root_folder,
     _supervise,
     _UidLease,
+    hidden_package_locations,
     outside_command,
 )
 
@@ -150,19 +149,6 @@ def _others_can(path: Path, bits: int) -> bool:
         return False
 
 
-def _hidden_locations() -> list[Path]:
-    """Where the instructor's packages (reference and judges) are imported from."""
-    found: set[Path] = set()
-    for name in HIDDEN_PACKAGES:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            spec = None
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            found.add(Path(location).resolve())
-    return sorted(found)
-
-
 def close_grader_files(paths: Iterable[Path] = ()) -> list[Path]:
     """Take every permission of other users from the reference and the judges (the packages
     ``solutions`` and ``autograder`` wherever they are imported from) and from ``paths`` (a
@@ -173,7 +159,7 @@ def close_grader_files(paths: Iterable[Path] = ()) -> list[Path]:
     on their own copies; :func:`run_in_container` only checks (:func:`check_closed`).
     """
     closed = []
-    for path in [*_hidden_locations(), *map(Path, paths)]:
+    for path in [*hidden_package_locations(), *map(Path, paths)]:
         try:
             mode = os.lstat(path).st_mode
         except OSError:
@@ -189,7 +175,7 @@ def close_grader_files(paths: Iterable[Path] = ()) -> list[Path]:
 def check_closed() -> None:
     """Raise :class:`SandboxUnavailable` when another user could read the reference or the
     judges (a checkout any user can read, say): container mode would then show them."""
-    open_ = [str(path) for path in _hidden_locations() if _others_can(path, stat.S_IXOTH)]
+    open_ = [str(path) for path in hidden_package_locations() if _others_can(path, stat.S_IXOTH)]
     if open_:
         raise SandboxUnavailable(
             "container mode runs the notebook as another user of this machine, who could read "

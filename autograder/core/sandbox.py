@@ -77,6 +77,7 @@ __all__ = [
     "SandboxResult",
     "SandboxUnavailable",
     "bwrap_works",
+    "hidden_package_locations",
     "require_sandbox",
     "require_unsandboxed_user",
     "run_in_sandbox",
@@ -443,8 +444,8 @@ def _reachable(dirs: Sequence[Path], staging: Path) -> dict[str, list]:
     return plan
 
 
-def _hidden(shown: Sequence[Path]) -> list[Path]:
-    """The instructor's packages (and install records) inside the folders shown."""
+def hidden_package_locations() -> list[Path]:
+    """Where the instructor's packages (reference and judges) are imported from."""
     found: set[Path] = set()
     for name in HIDDEN_PACKAGES:
         try:
@@ -453,6 +454,12 @@ def _hidden(shown: Sequence[Path]) -> list[Path]:
             spec = None
         for location in (spec.submodule_search_locations or []) if spec else []:
             found.add(Path(location).resolve())
+    return sorted(found)
+
+
+def _hidden(shown: Sequence[Path]) -> list[Path]:
+    """The instructor's packages (and install records) inside the folders shown."""
+    found = set(hidden_package_locations())
     for entry in sys.path:
         if entry and Path(entry).is_dir():
             for name in HIDDEN_PACKAGES:

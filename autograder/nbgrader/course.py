@@ -40,7 +40,6 @@ from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK, SOURCE_NOTEBOOK
 __all__ = [
     "ASSIGNMENT",
     "NOTEBOOK",
-    "REPO_ROOT",
     "SOURCE_NOTEBOOK",
     "CourseTemplate",
     "NbgraderError",
@@ -51,7 +50,6 @@ __all__ = [
     "run_nbgrader",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_FILE = Path(__file__).resolve().with_name("config.py")
 
 

@@ -25,20 +25,29 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported(path: Path, package: str) -> set[str]:
-    """Every dotted name ``path`` imports (relative imports resolved against ``package``),
-    third-party ones included, lazy imports inside functions too."""
-    names = set()
+def import_statements(path: Path, package: str) -> list[tuple[str, list[str]]]:
+    """``(module, names)`` per import in ``path``, lazy ones inside functions too: ``from m
+    import a, b`` gives ``(m, [a, b])`` (relative ``m`` resolved against ``package``), ``import
+    m`` gives ``(m, [])``."""
+    found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([node.module] if node.module else []))
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)
+            found.append((base, [alias.name for alias in node.names]))
         elif isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
+            found += [(alias.name, []) for alias in node.names]
+    return found
+
+
+def imported(path: Path, package: str) -> set[str]:
+    """Every dotted name ``path`` imports, third-party ones included."""
+    names = set()
+    for base, members in import_statements(path, package):
+        names.add(base)
+        names.update(f"{base}.{member}" for member in members)
     return names
 
 
@@ -93,17 +102,11 @@ def import_graph() -> dict[str, set[str]]:
     for name, path in paths.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join(anchor + ([node.module] if node.module else []))
-                for alias in node.names:
-                    full = f"{base}.{alias.name}"
-                    targets.add(full if full in paths else base)
-            elif isinstance(node, ast.Import):
-                targets.update(alias.name for alias in node.names)
+        for base, members in import_statements(path, package):
+            fulls = [f"{base}.{member}" for member in members]
+            targets.update(full if full in paths else base for full in fulls)
+            if not members:
+                targets.add(base)
         graph[name] = {t for t in targets if t in paths and t != name}
     return graph
 

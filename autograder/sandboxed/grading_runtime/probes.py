@@ -17,6 +17,7 @@ and the grader computes what the Nature-DQN network gives with those weights.
 from __future__ import annotations
 
 import copy
+import functools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -198,6 +199,106 @@ def _gradients(model: Any, obs: torch.Tensor) -> Observation:
     return reached
 
 
+#: Tensor methods that move a tensor to a device or off it by hand (``.to`` only with a device).
+_MOVING = frozenset(
+    {
+        torch.Tensor.to,
+        torch.Tensor.cpu,
+        torch.Tensor.cuda,
+        torch.Tensor.numpy,
+        torch.Tensor.__array__,
+        torch.Tensor.type,
+        torch.Tensor.pin_memory,
+    }
+)
+
+
+class _MovedByHand(TorchFunctionMode):
+    """Notes each call of :data:`_MOVING` (``x.to(torch.float32)`` is not one: no device)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _MOVING:
+            given = [*args[1:], *kwargs.values()]
+            dtype_only = func is torch.Tensor.to and all(
+                isinstance(value, (bool, torch.dtype, torch.memory_format)) for value in given
+            )
+            if not dtype_only:
+                self.calls.append(getattr(func, "__name__", str(func)))
+        return func(*args, **kwargs)
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors in an operation's arguments or results (nested lists, tuples, dicts)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _tensors(item)]
+    return []
+
+
+@functools.cache
+def _follow_mode() -> type:
+    """The dispatch mode that follows the module's tensors (made on first use: torch keeps
+    dispatch modes in a private module, and a torch without it makes the meta device decide)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class FollowsTheModule(TorchDispatchMode):
+        """Follows every tensor computed from the input and the module's own tensors, operation
+        by operation; notes each operation that mixes them with another tensor (not 0-d)."""
+
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            # torch wraps a mode's __torch_dispatch__ to keep its compiler out, and the
+            # wrapper's first call imports that compiler (seconds); nothing is compiled here.
+            return False
+
+        def __init__(self, tensors: list[torch.Tensor]) -> None:
+            super().__init__()
+            self.follows = {id(t): t for t in tensors}  # kept alive: their ids stay unique
+            self.strays: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            given = _tensors([args, kwargs or {}])
+            if any(id(t) in self.follows for t in given):
+                if any(id(t) not in self.follows and t.dim() > 0 for t in given):
+                    self.strays.append(str(func))
+                else:
+                    self.follows.update((id(t), t) for t in _tensors(out))
+            return out
+
+    return FollowsTheModule
+
+
+def _moves_with_module(model: Any, obs: torch.Tensor) -> bool:
+    """``True`` when one forward pass on the CPU proves that ``model.to(device)`` moves every
+    tensor the pass uses: each operation takes only the input, the module's parameters and
+    buffers, what was computed from those, and 0-d scalars (which a GPU also takes from the
+    CPU); nothing is moved by hand; both outputs come from them.
+
+    ``False`` when it cannot tell (a tensor made in ``forward``, even one made on the input's
+    device, a call that could move one): then the meta device decides, as a GPU would. The
+    meta device's first use imports most of torch's compiler (seconds each grading); this pass
+    costs one forward pass of a few frames.
+    """
+    try:
+        twin = copy.deepcopy(model)
+        own = [*twin.parameters(), *twin.buffers()]
+        with torch.no_grad(), _MovedByHand() as moves, _follow_mode()([obs, *own]) as trace:
+            outputs = _tensors(twin(obs))
+        followed = bool(outputs) and all(id(t) in trace.follows for t in outputs)
+        return followed and not moves.calls and not trace.strays
+    except Exception:  # noqa: BLE001 - unsure: the meta device decides
+        return False
+
+
 def _graph_leaves(outputs: list[torch.Tensor]) -> list[torch.Tensor]:
     """The leaf tensors that an autograd graph accumulates gradients into."""
     leaves, seen, todo = [], set(), [out.grad_fn for out in outputs if out.grad_fn is not None]
@@ -226,6 +327,9 @@ def _registered(
     with torch.no_grad():
         observed["original"] = capture(model(obs))
         observed["reloaded"] = capture(twin(obs))
+    if _moves_with_module(model, obs):
+        observed["moves_with_module"] = "proved on the CPU"
+        return observed
     moved = copy.deepcopy(model).to("meta")
     try:
         with torch.no_grad():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import html
 import re
+from functools import lru_cache
 
 __all__ = [
     "ALLOWED_ATTRIBUTES",
@@ -213,9 +214,11 @@ def clean_html(text: str) -> tuple[str, bool]:
     return "".join(parts), changed
 
 
+@lru_cache(maxsize=512)
 def sanitize_markdown(source: str) -> str | None:
     """Safe markdown for ``source`` (see the module docstring), or ``None`` when it is safe as
-    written."""
+    written. Kept by source (a class's notebooks share most cells, and recording checks each
+    cell in two nbgrader passes)."""
     rendered, _ = render_markdown(source)
     clean, changed = clean_html(rendered)
     clean, commands = _MATHJAX.subn(r"\\;\1", clean)

@@ -34,12 +34,13 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # instructor, next to the gradebook), and must not clear the outputs the sandbox produced (the
 # plots and answers of part 8 are read by hand). So its sanitising keeps nbgrader's defaults but
 # ClearOutput: duplicated cells are de-duplicated, the kernelspec is reset, every locked cell
-# (tests included) is put back as released, and cell metadata is checked.
+# (tests included) is put back as released, and cell metadata is checked (nbgrader's check,
+# each distinct metadata once per process: autograder.nbgrader.steps.CheckCellMetadata).
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "nbgrader.preprocessors.OverwriteCells",
-    "nbgrader.preprocessors.CheckCellMetadata",
+    "autograder.nbgrader.steps.CheckCellMetadata",
 ]
 # Then nbgrader's default autograde steps without Execute (and without IgnorePattern, which
 # only filtered what Execute produced), with TrustedScores first: it replaces the outputs of
@@ -54,7 +55,7 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.SaveAutoGrades",
     "autograder.nbgrader.steps.SaveExtraCredit",
     "nbgrader.preprocessors.AssignLatePenalties",
-    "nbgrader.preprocessors.CheckCellMetadata",
+    "autograder.nbgrader.steps.CheckCellMetadata",
 ]
 # Run by hand (`nbgrader autograde`, with or without --force, or formgrader's Autograde
 # button), nbgrader would first remove autograded/<student>, then stop at TrustedScores (no

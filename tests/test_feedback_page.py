@@ -1,0 +1,87 @@
+"""The feedback page's exporter (``autograder.nbgrader.steps.FeedbackExporter``) against nbconvert's.
+
+The course's exporter keeps rendered cells by source and leaves out nbconvert's BeautifulSoup
+pass over the page; the page must say exactly what nbconvert's says. Tiny notebooks, no
+sandbox, no gradebook.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import nbformat
+import pytest
+from bs4 import BeautifulSoup
+from nbconvert.exporters import HTMLExporter
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from autograder.nbgrader.steps import NO_ALT_TEXT, FeedbackExporter, with_image_alt_text
+
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+    )
+).decode()
+
+
+def _notebook(answer: str = "My answer: the advantage is $A = R - V(s)$.") -> nbformat.NotebookNode:
+    cells = [
+        new_markdown_cell("# Part 1\n\nThe return $G_t = \\sum_k \\gamma^k r_{t+k}$, *discounted*."),
+        new_markdown_cell('An image: <img src="https://example.org/x.png">, and ![a plot](plot.png)'),
+        new_code_cell(
+            "import numpy as np\nx = np.arange(3)\nprint(x * 2)",
+            outputs=[
+                new_output("stream", name="stdout", text="[0 2 4]\n"),
+                new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"}),
+            ],
+        ),
+        new_markdown_cell(answer),
+        new_code_cell("def f(x):\n    return x < 3 and x > 1  # <img> in code"),
+    ]
+    for index, cell in enumerate(cells):
+        cell.id = f"cell-{index}"  # the same notebook twice gives the same page
+    nb = new_notebook(cells=cells)
+    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+    return nb
+
+
+def _pages(nb: nbformat.NotebookNode) -> tuple[str, str]:
+    ours, _ = FeedbackExporter(template_name="classic").from_notebook_node(nb)
+    theirs, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
+    return ours, theirs
+
+
+def test_the_page_is_nbconverts_page_without_the_second_parse():
+    ours, theirs = _pages(_notebook())
+    # nbconvert's page is its template's output parsed and written again by BeautifulSoup:
+    # the same parse of ours gives it back, character for character.
+    assert str(BeautifulSoup(ours, features="html.parser")) == theirs
+    assert ours.count(f'alt="{NO_ALT_TEXT}"') == 2  # the output's PNG and the raw <img>
+    assert 'alt="a plot"' in ours
+
+
+def test_kept_cells_never_leak_into_another_students_page():
+    first, _ = _pages(_notebook())
+    second, theirs = _pages(_notebook("Another answer: $V(s)$ is the critic's estimate."))
+    assert "Another answer" in second and "My answer" not in second
+    assert "My answer" in first
+    assert str(BeautifulSoup(second, features="html.parser")) == theirs
+    again, _ = _pages(_notebook())
+    assert again == first
+
+
+@pytest.mark.parametrize(
+    ("tag", "expected"),
+    [
+        ("<img src='a.png'>", f"<img alt=\"{NO_ALT_TEXT}\" src='a.png'>"),
+        ('<IMG src="a.png"/>', f'<IMG alt="{NO_ALT_TEXT}" src="a.png"/>'),
+        ('<img alt="" src="a.png">', '<img alt="" src="a.png">'),
+        ('<img src="a.png" alt>', '<img src="a.png" alt>'),
+        ('<img src="a.png" ALT="x">', '<img src="a.png" ALT="x">'),
+        ('<image src="a.png">', '<image src="a.png">'),
+        ("<imgx>", "<imgx>"),
+    ],
+)
+def test_image_alt_text(tag, expected):
+    assert with_image_alt_text(f"<p>{tag}</p>") == f"<p>{expected}</p>"

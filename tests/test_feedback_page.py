@@ -27,8 +27,12 @@ PNG = base64.b64encode(
 
 def _notebook(answer: str = "My answer: the advantage is $A = R - V(s)$.") -> nbformat.NotebookNode:
     cells = [
-        new_markdown_cell("# Part 1\n\nThe return $G_t = \\sum_k \\gamma^k r_{t+k}$, *discounted*."),
-        new_markdown_cell('An image: <img src="https://example.org/x.png">, and ![a plot](plot.png)'),
+        new_markdown_cell(
+            "# Part 1\n\nThe return $G_t = \\sum_k \\gamma^k r_{t+k}$, *discounted*."
+        ),
+        new_markdown_cell(
+            'An image: <img src="https://example.org/x.png">, and ![a plot](plot.png)'
+        ),
         new_code_cell(
             "import numpy as np\nx = np.arange(3)\nprint(x * 2)",
             outputs=[

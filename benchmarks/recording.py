@@ -46,10 +46,14 @@ _RECORD_SCRIPT = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    try:  # the tree's layout: autograder/nbgrader/ since the grading core was split out
-        from autograder.nbgrader.grader import Assessment, Grader
-    except ImportError:
+    # The tree's own layout, chosen by its files: a failed import would fall through to the
+    # editable install's finder, which imports the checkout's newer modules into an older tree.
+    if Path("autograder/pipeline.py").is_file():  # before the grading core was split out
         from autograder.pipeline import Assessment, Grader
+    else:
+        from autograder.nbgrader.grader import Assessment, Grader
+    source = Path(sys.modules[Grader.__module__].__file__).resolve()
+    assert source.is_relative_to(Path.cwd().resolve()), f"{source} is not this tree's grader"
     notebook, folder, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
     found = {}
     for label, course in (("course", folder / "course"), ("no course", None)):
@@ -90,8 +94,10 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, floa
 
 
 def _env(tree: Path) -> dict[str, str]:
-    """The environment of a run in ``tree``: its own packages first on the path."""
-    return {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    """The environment of a run in ``tree``: its own packages first on the path, the
+    interpreter's programs (an older tree runs nbgrader's ``alembic``) first on ``PATH``."""
+    programs = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1", "PATH": programs}
 
 
 def record_once(tree: Path, scratch: Path, records: int) -> dict[str, dict[str, float]]:

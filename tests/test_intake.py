@@ -225,11 +225,12 @@ def test_a_cleaned_cell_stays_clean_when_cleaned_again() -> None:
 
 
 def _seconds(function, text: str) -> float:
+    """The least CPU time of 5 calls (this process's: other work on the machine adds none)."""
     best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
+    for _ in range(5):
+        start = time.process_time()
         function(text)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 
@@ -239,7 +240,8 @@ def test_sanitizing_costs_time_linear_in_the_tags(unit: str) -> None:
     small, large = unit * 2000, unit * 8000
     ratio = _seconds(clean_html, "<div>" + large) / max(_seconds(clean_html, "<div>" + small), 1e-4)
     assert ratio < 8, ratio
-    assert _seconds(sanitize_markdown, unit * 2000) < 5  # a 17 KB cell: under a second idle
+    # a 17 KB cell: under a second idle (the work itself, not the kept result of a first call)
+    assert _seconds(sanitize_markdown.__wrapped__, unit * 2000) < 5
 
 
 def test_course_cells_stay_as_released_and_student_cells_are_cleaned() -> None:

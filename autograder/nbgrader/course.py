@@ -23,6 +23,8 @@ from __future__ import annotations
 import shutil
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ __all__ = [
     "build_template",
     "generate_feedback",
     "new_workspace",
+    "one_engine_per_gradebook",
     "run_nbgrader",
 ]
 
@@ -114,6 +117,35 @@ def _config(workspace: CourseTemplate, **settings: Any) -> Config:
     return config
 
 
+#: One SQLAlchemy engine per gradebook URL (and engine settings), for nbgrader's calls here.
+_ENGINES: dict[tuple[str, str], Any] = {}
+
+
+@contextmanager
+def one_engine_per_gradebook() -> Iterator[None]:
+    """nbgrader opens a new SQLAlchemy engine for each of the dozen gradebook sessions of one
+    recording, and each new engine compiles every SQL statement again (a quarter of a
+    recording's time). While nbgrader runs here (under :data:`GRADEBOOK_LOCK`, which every caller holds), each gradebook
+    gets one engine, which keeps its compiled statements. Each session still closes its
+    connections (nbgrader disposes the engine when it closes a gradebook), so nothing stays
+    open between calls, and a gradebook file made again is opened afresh."""
+    import nbgrader.api
+
+    create_engine = nbgrader.api.create_engine
+
+    def shared_engine(url: Any, **settings: Any) -> Any:
+        key = (str(url), repr(sorted(settings.items())))
+        if key not in _ENGINES:
+            _ENGINES[key] = create_engine(url, **settings)
+        return _ENGINES[key]
+
+    nbgrader.api.create_engine = shared_engine
+    try:
+        yield
+    finally:
+        nbgrader.api.create_engine = create_engine
+
+
 def run_nbgrader(
     workspace: CourseTemplate, command: str, args: dict[str, Any], **settings: Any
 ) -> None:
@@ -129,7 +161,7 @@ def run_nbgrader(
     from nbgrader.coursedir import CourseDirectory
 
     use_in_process_version()  # a new gradebook costs no `alembic` process
-    with _NBGRADER_LOCK, warnings.catch_warnings():
+    with _NBGRADER_LOCK, warnings.catch_warnings(), one_engine_per_gradebook():
         warnings.simplefilter("ignore")  # SQLAlchemy's deprecation noise about nbgrader's models
         config = _config(workspace, **settings)
         api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
@@ -249,9 +281,10 @@ def autograde(
 
         from autograder.nbgrader.part8 import hold_for_grader
 
-        with _NBGRADER_LOCK, warnings.catch_warnings(), Gradebook(workspace.db_url) as gradebook:
+        with _NBGRADER_LOCK, warnings.catch_warnings(), one_engine_per_gradebook():
             warnings.simplefilter("ignore")
-            hold_for_grader(gradebook, student, NOTEBOOK, ASSIGNMENT)
+            with Gradebook(workspace.db_url) as gradebook:
+                hold_for_grader(gradebook, student, NOTEBOOK, ASSIGNMENT)
     return result
 
 

@@ -61,6 +61,7 @@ from autograder.nbgrader.course import (
     autograde,
     build_template,
     new_workspace,
+    one_engine_per_gradebook,
     open_course,
 )
 from autograder.nbgrader.course import generate_feedback as nbgrader_feedback
@@ -209,7 +210,7 @@ class Grader:
                 encoding="utf-8",
             )
             autograde(self.gradebook, student, nb, scores)
-            with GRADEBOOK_LOCK:
+            with GRADEBOOK_LOCK, one_engine_per_gradebook():
                 disagreements = check_gradebook(self.gradebook.db_url, student, result)
             if disagreements:
                 result.status = "error: the gradebook does not hold the grader's scores"

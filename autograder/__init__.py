@@ -13,6 +13,16 @@ The package imports ``solutions.reference`` and ``course_lib``; nothing imports 
 nothing of it but :mod:`autograder.sandboxed.grading_runtime` is ever visible to the student's code.
 """
 
-from autograder.core.judging import grade_part, run_part
+import sys
+
+# jsonschema, which nbformat imports, builds 39 parsers at import time when the optional
+# rfc3987-syntax package is installed (Jupyter's event schemas bring it): about 2.5 s of CPU at
+# the start of every grader process, for URI format checks that nothing here runs (nbformat
+# validates with fastjsonschema, nbgrader's metadata schema checks no formats). Unless jsonschema
+# is already imported, the grader's process goes without that package.
+if "jsonschema" not in sys.modules:
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+from autograder.core.judging import grade_part, run_part  # noqa: E402
 
 __all__ = ["grade_part", "run_part"]

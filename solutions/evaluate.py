@@ -146,11 +146,17 @@ def describe_scores(result: Any) -> str:
     its two scores measures, and why they can differ."""
     eval_info = result.evaluation
     recent = min(100, result.games)
-    lines = [
-        f"training score: {result.mean_raw_score_100:.1f} = mean raw score of the last {recent} "
-        "full games played during training (sampled actions; the policy kept changing while "
-        "they were played)"
-    ]
+    if recent:
+        lines = [
+            f"training score: {result.mean_raw_score_100:.1f} = mean raw score of the last "
+            f"{recent} full games played during training (sampled actions; the policy kept "
+            "changing while they were played)"
+        ]
+    else:  # a short run: no game reached its end, so there is no score to average
+        lines = [
+            "training score: none yet = no full game ended during training (an Atari game "
+            "lasts hundreds to thousands of agent steps); train for more steps"
+        ]
     if eval_info is not None:
         lines.append(
             f"evaluation score: {eval_info['score']:.1f} (std {eval_info['std']:.1f}) = mean raw "

@@ -583,3 +583,15 @@ def test_ctrl_c_stops_the_quick_start_run_in_a_subprocess_and_it_resumes(tmp_pat
 
 def metric_lines(out):
     return (out / "metrics.csv").read_text().splitlines()
+
+
+def test_a_run_in_which_no_game_ended_says_so_instead_of_nan():
+    from types import SimpleNamespace
+
+    from solutions.evaluate import describe_scores
+
+    short = SimpleNamespace(games=0, mean_raw_score_100=float("nan"), evaluation=None)
+    text = describe_scores(short)
+    assert "nan" not in text and "no full game ended during training" in text
+    played = SimpleNamespace(games=3, mean_raw_score_100=155.0, evaluation=None)
+    assert describe_scores(played).startswith("training score: 155.0 = mean raw score of the last 3")

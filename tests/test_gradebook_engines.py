@@ -1,5 +1,5 @@
 """nbgrader's gradebook sessions share one SQLAlchemy engine per gradebook while the grader
-records (``autograder.nbgrader.course.one_engine_per_gradebook``), and lose nothing by it."""
+records (``autograder.nbgrader.course.gradebook_session``), and lose nothing by it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import warnings
 
 from nbgrader.api import Gradebook
 
-from autograder.nbgrader.course import one_engine_per_gradebook
+from autograder.nbgrader.course import gradebook_session
 from autograder.nbgrader.gradebook_schema import use_in_process_version
 
 use_in_process_version()  # a new gradebook without an `alembic` process, as the grader makes it
@@ -21,7 +21,7 @@ def _students(url: str) -> list[str]:
 def test_sessions_share_an_engine_only_while_recording(tmp_path):
     warnings.simplefilter("ignore")
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    with one_engine_per_gradebook():
+    with gradebook_session():
         with Gradebook(url) as first, Gradebook(url) as second:
             assert first.engine is second.engine
     with Gradebook(url) as first, Gradebook(url) as second:
@@ -32,7 +32,7 @@ def test_a_gradebook_made_again_at_the_same_path_is_opened_afresh(tmp_path):
     warnings.simplefilter("ignore")
     path = tmp_path / "gradebook.db"
     url = f"sqlite:///{path}"
-    with one_engine_per_gradebook():
+    with gradebook_session():
         with Gradebook(url) as gradebook:
             gradebook.add_student("ann")
         assert _students(url) == ["ann"]

@@ -48,6 +48,7 @@ __all__ = [
     "autograde",
     "build_template",
     "generate_feedback",
+    "gradebook_session",
     "new_workspace",
     "one_engine_per_gradebook",
     "run_nbgrader",
@@ -98,10 +99,9 @@ class CourseTemplate:
         return self.course / "feedback" / student / ASSIGNMENT / f"{NOTEBOOK}.html"
 
 
-_NBGRADER_LOCK = threading.Lock()
-#: Held by every nbgrader call and gradebook session of this process: nbgrader keeps global
-#: state, and SQLite may refuse a reader while another grading thread commits.
-GRADEBOOK_LOCK = _NBGRADER_LOCK
+#: Held by every nbgrader call and gradebook session of this process (:func:`gradebook_session`):
+#: nbgrader keeps global state, and SQLite may refuse a reader while another thread commits.
+GRADEBOOK_LOCK = threading.Lock()
 
 
 def _config(workspace: CourseTemplate, **settings: Any) -> Config:
@@ -125,10 +125,11 @@ _ENGINES: dict[tuple[str, str], Any] = {}
 def one_engine_per_gradebook() -> Iterator[None]:
     """nbgrader opens a new SQLAlchemy engine for each of the dozen gradebook sessions of one
     recording, and each new engine compiles every SQL statement again (a quarter of a
-    recording's time). While nbgrader runs here (under :data:`GRADEBOOK_LOCK`, which every caller holds), each gradebook
-    gets one engine, which keeps its compiled statements. Each session still closes its
-    connections (nbgrader disposes the engine when it closes a gradebook), so nothing stays
-    open between calls, and a gradebook file made again is opened afresh."""
+    recording's time). Within this, each gradebook gets one engine, which keeps its compiled
+    statements. Each session still closes its connections (nbgrader disposes the engine when it
+    closes a gradebook), so nothing stays open between calls, and a gradebook file made again
+    is opened afresh. It swaps a function of nbgrader's module: enter it only through
+    :func:`gradebook_session`, which holds :data:`GRADEBOOK_LOCK`."""
     import nbgrader.api
 
     create_engine = nbgrader.api.create_engine
@@ -146,6 +147,16 @@ def one_engine_per_gradebook() -> Iterator[None]:
         nbgrader.api.create_engine = create_engine
 
 
+@contextmanager
+def gradebook_session() -> Iterator[None]:
+    """Where the grader's own nbgrader work runs: under :data:`GRADEBOOK_LOCK`, with
+    SQLAlchemy's deprecation noise about nbgrader's models silenced and one engine per
+    gradebook (:func:`one_engine_per_gradebook`)."""
+    with GRADEBOOK_LOCK, warnings.catch_warnings(), one_engine_per_gradebook():
+        warnings.simplefilter("ignore")
+        yield
+
+
 def run_nbgrader(
     workspace: CourseTemplate, command: str, args: dict[str, Any], **settings: Any
 ) -> None:
@@ -161,8 +172,7 @@ def run_nbgrader(
     from nbgrader.coursedir import CourseDirectory
 
     use_in_process_version()  # a new gradebook costs no `alembic` process
-    with _NBGRADER_LOCK, warnings.catch_warnings(), one_engine_per_gradebook():
-        warnings.simplefilter("ignore")  # SQLAlchemy's deprecation noise about nbgrader's models
+    with gradebook_session():
         config = _config(workspace, **settings)
         api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
         outcome = getattr(api, command)(**args)
@@ -281,10 +291,8 @@ def autograde(
 
         from autograder.nbgrader.part8 import hold_for_grader
 
-        with _NBGRADER_LOCK, warnings.catch_warnings(), one_engine_per_gradebook():
-            warnings.simplefilter("ignore")
-            with Gradebook(workspace.db_url) as gradebook:
-                hold_for_grader(gradebook, student, NOTEBOOK, ASSIGNMENT)
+        with gradebook_session(), Gradebook(workspace.db_url) as gradebook:
+            hold_for_grader(gradebook, student, NOTEBOOK, ASSIGNMENT)
     return result
 
 

@@ -55,13 +55,12 @@ from autograder.core.results import GradeResult
 from autograder.core.sandbox import DEFAULT_LIMITS, SandboxLimits, require_unsandboxed_user
 from autograder.core.submission_file import UnreadableNotebook, read_bytes
 from autograder.nbgrader.course import (
-    GRADEBOOK_LOCK,
     SOURCE_NOTEBOOK,
     CourseTemplate,
     autograde,
     build_template,
+    gradebook_session,
     new_workspace,
-    one_engine_per_gradebook,
     open_course,
 )
 from autograder.nbgrader.course import generate_feedback as nbgrader_feedback
@@ -210,7 +209,7 @@ class Grader:
                 encoding="utf-8",
             )
             autograde(self.gradebook, student, nb, scores)
-            with GRADEBOOK_LOCK, one_engine_per_gradebook():
+            with gradebook_session():
                 disagreements = check_gradebook(self.gradebook.db_url, student, result)
             if disagreements:
                 result.status = "error: the gradebook does not hold the grader's scores"

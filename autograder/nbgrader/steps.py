@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -264,7 +264,7 @@ class CheckCellMetadata(Preprocessor):
         from nbgrader.nbgraderformat import ValidationError
 
         try:
-            _kept_metadata_checks().validate_nb(nb)
+            _kept_metadata_checks()().validate_nb(nb)
         except ValidationError:
             self.log.error(traceback.format_exc())
             message = "Notebook failed to validate; the nbgrader metadata may be corrupted."
@@ -277,7 +277,9 @@ class CheckCellMetadata(Preprocessor):
 _VALID_METADATA: set[tuple[str, str]] = set()
 
 
+@cache
 def _kept_metadata_checks() -> Any:
+    """nbgrader's metadata validator, each valid metadata checked once (made on first use)."""
     from nbgrader.nbgraderformat import MetadataValidator
 
     class KeptMetadataChecks(MetadataValidator):
@@ -292,7 +294,7 @@ def _kept_metadata_checks() -> Any:
                 if len(_VALID_METADATA) < 4096:
                     _VALID_METADATA.add(key)
 
-    return KeptMetadataChecks()
+    return KeptMetadataChecks
 
 
 class GraderOnlyExporter(NotebookExporter):
@@ -413,11 +415,11 @@ class FeedbackExporter(HTMLExporter):
     The course configuration selects it for ``generate_feedback`` and sets its template (a
     class of its own, so that formgrader's HTML exporter keeps nbgrader's templates).
 
-    Two savings over nbconvert's HTML exporter, the page unchanged for a reader:
+    Three savings over nbconvert's HTML exporter, the page unchanged for a reader:
 
     * A class's pages share most of their cells (the course's text, its locked code), so each
       rendered markdown cell and each highlighted code cell is kept by its source
-      (:func:`_markdown_html`, :func:`_highlighted`; at most :data:`CACHE_SIZE` of each, for
+      (:func:`_markdown_html`, :class:`_SharedHighlight`; at most :data:`CACHE_SIZE` of each, for
       the life of the process), and a page renders only what its student changed.
     * Each exporter compiles its templates (nbgrader's feedback page extends three of
       nbconvert's): the compiled code is kept for the process (:class:`_KeptTemplates`).

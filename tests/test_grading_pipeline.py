@@ -19,11 +19,12 @@ from traitlets.utils.importstring import import_item
 
 from autograder.cli import main
 from autograder.core.collect import collect, student_id
+from autograder.core.record_decoding import RecordError, loads
 from autograder.core.results import GradeResult, PartScore
 from autograder.nbgrader import config as nbgrader_config
 from autograder.nbgrader.grader import grade_many
 from autograder.nbgrader.steps import HideGradedTracebacks, TrustedScores
-from autograder.sandboxed.grading_runtime.record import RecordError, dumps, loads
+from autograder.sandboxed.grading_runtime.record import dumps, read_request
 from tests.submissions.tiny import POINTS, tiny_submission
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -240,6 +241,37 @@ def test_records_round_trip_and_refuse_anything_but_plain_data() -> None:
     for text in bad:
         with pytest.raises(RecordError):
             loads(text)
+
+
+def test_the_sandbox_reads_the_graders_requests_with_their_arrays() -> None:
+    """Does ``read_request`` (the sandbox's reader of the grader's own requests) give back what
+    ``dumps`` wrote: plain data as it was, arrays with their dtype, shape, values, writable?"""
+    value = {
+        "seq": 3,
+        "op": "probe",
+        "steps": [
+            {"key": "a", "case": {"frames": np.arange(24, dtype=np.uint8).reshape(2, 3, 4)}},
+            {"key": "b", "case": {"x": np.linspace(0, 1, 5, dtype=np.float32), "n": None}},
+        ],
+        "scale": 1.5,
+        "flags": [True, False],
+        "empty": np.zeros((0, 2), dtype=np.int64),
+        "mask": np.array([[True], [False]]),
+        "name": "merge",
+    }
+    back = read_request(dumps(value))
+    for got, want in [
+        (back["steps"][0]["case"]["frames"], value["steps"][0]["case"]["frames"]),
+        (back["steps"][1]["case"]["x"], value["steps"][1]["case"]["x"]),
+        (back["empty"], value["empty"]),
+        (back["mask"], value["mask"]),
+    ]:
+        assert isinstance(got, np.ndarray) and got.flags.writeable
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got, want)
+    assert back["steps"][1]["case"]["n"] is None
+    rest = {k: v for k, v in back.items() if k not in ("steps", "empty", "mask")}
+    assert rest == {"seq": 3, "op": "probe", "scale": 1.5, "flags": [True, False], "name": "merge"}
 
 
 def test_grade_many_grades_a_failure_once(

@@ -29,9 +29,10 @@ import course_lib
 from autograder.core.channel import load_record
 from autograder.core.judges import PART_KEYS, PART_NAMES, subchecks
 from autograder.core.judging import judge_part, make_plan, run_part
+from autograder.core.record_decoding import RecordError, loads
 from autograder.sandboxed import grading_runtime as runtime
 from autograder.sandboxed.grading_runtime.harness import run_steps
-from autograder.sandboxed.grading_runtime.record import RecordError, dumps, loads
+from autograder.sandboxed.grading_runtime.record import dumps
 from solutions import reference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -325,8 +326,8 @@ def test_the_runtime_works_as_the_top_level_package_grading_runtime(tmp_path):
     code = (
         "import sys, pathlib\n"
         "from grading_runtime.harness import run_steps\n"
-        "from grading_runtime.record import dumps, loads\n"
-        "steps = loads(pathlib.Path('steps.json').read_text())\n"
+        "from grading_runtime.record import dumps, read_request\n"
+        "steps = read_request(pathlib.Path('steps.json').read_text())\n"
         "class Merge:\n"
         "    def __call__(self, trajectory):\n"
         "        import numpy as np, torch\n"

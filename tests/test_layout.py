@@ -1,5 +1,6 @@
 """Is the layout of docs/design.md, section 2, kept: imports one way, no import cycle, the
-grading core free of nbgrader, and what the sandbox is shown free of the grader?
+grading core free of nbgrader, and what the sandbox is shown free of the grader and of any
+decoder of records (the sandbox only writes them)?
 
 The import graph is read from the source (``ast``), lazy imports inside functions included, so
 a cycle hidden behind a function-level import is found too.
@@ -93,6 +94,41 @@ def test_what_the_sandbox_is_shown_imports_nothing_of_the_grader():
             assert inside or top not in ("autograder", "solutions"), (
                 f"{path.relative_to(ROOT)} imports {name}"
             )
+
+
+#: What makes a strict decoder of records: its entry point, its error, and json.loads's hooks
+#: that refuse numbers (autograder/core/record_decoding.py).
+DECODER_NAMES = {"loads", "RecordError"}
+DECODER_HOOKS = {"parse_int", "parse_float", "parse_constant"}
+
+
+def test_the_sandbox_only_writes_records():
+    """Records are decoded by trusted code on the grader's side (autograder/core/
+    record_decoding.py, used by core/channel.py): what the sandbox is shown defines no decoder of
+    records (no ``loads``, no ``RecordError``, no number-refusing ``json.loads`` hooks); it
+    writes records and reads the grader's requests (``record.read_request``) only."""
+    for _, path in _modules_under("autograder/sandboxed"):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = {node.name}
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            else:
+                continue
+            assert not names & DECODER_NAMES, f"{path.relative_to(ROOT)} defines {names}"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                hooks = {k.arg for k in node.keywords} & DECODER_HOOKS
+                assert not hooks, f"{path.relative_to(ROOT)}:{node.lineno} decodes with {hooks}"
+
+    from autograder.core import channel, record_decoding
+    from autograder.sandboxed.grading_runtime import record
+
+    assert channel.loads is record_decoding.loads
+    assert channel.RecordError is record_decoding.RecordError
+    assert not hasattr(record, "loads") and not hasattr(record, "RecordError")
 
 
 def import_graph() -> dict[str, set[str]]:

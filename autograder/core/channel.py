@@ -1,17 +1,15 @@
 """Decoding what the sandbox sends back: the grader's side of the channel, trusted code.
 
-The sandbox writes (``grading_runtime``: :func:`autograder.sandboxed.grading_runtime.record.dumps`, and the
-runner's event lines); this module, in the grader's process, reads. Every line is untrusted:
+The sandbox only writes (``grading_runtime``: :func:`autograder.sandboxed.grading_runtime.record.dumps`,
+and the runner's event lines); this module, in the grader's process, reads. Every line is
+untrusted:
 
 * :func:`read_channel` validates the lines of one run against the plan: a line that is not one
   of the runner's messages, a record the plan does not ask for, a second record for one step, or
   a record outside the schema is *malformed*: it earns nothing and is listed;
-* :func:`load_record` decodes one record strictly (:func:`~autograder.sandboxed.grading_runtime.record.loads`:
-  JSON only, bounded sizes, no pickle) and checks its envelope (:func:`validate_record`).
-
-``loads`` itself stays in the runtime, because the sandbox uses it to read the requests that
-carry the plan's cases (written by the grader); the record envelope, what the grader accepts
-as a probe's report, is decided here only.
+* :func:`load_record` decodes one record strictly (:func:`autograder.core.record_decoding.loads`:
+  JSON only, bounded sizes, no pickle) and checks its envelope (:func:`validate_record`), what
+  the grader accepts as a probe's report.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder.sandboxed.grading_runtime.record import RecordError, loads
+from autograder.core.record_decoding import RecordError, loads
 
 __all__ = ["MAX_LINE", "Channel", "RecordError", "load_record", "read_channel", "validate_record"]
 

@@ -11,7 +11,9 @@ at a time on standard input:
 
 Replies go to the file descriptor ``REPLY_FD``; what the student's code prints goes to
 standard output and error (the grader keeps the end of it as the log). Nothing here judges:
-the records are plain data (:mod:`grading_runtime.record`) that the grader validates.
+the records are plain data, written with :func:`grading_runtime.record.dumps`, that the grader
+decodes and validates; requests are read with :func:`grading_runtime.record.read_request`,
+which only turns the plan's encoded arrays back into arrays.
 
 Before the first cell runs, the executor keeps its own references to the runtime's entry points
 and seals the runtime's modules (:class:`grading_runtime.integrity.Seal`). A probe step whose
@@ -99,10 +101,11 @@ def main(reply_fd):
     shell = InteractiveShell.instance()
     harness, record, seal = _runtime()
     # Kept from before the first cell: a cell that rebinds these names changes nothing here.
-    run_steps, dumps, loads, broken = harness.run_steps, record.dumps, record.loads, seal.broken
+    run_steps, dumps, broken = harness.run_steps, record.dumps, seal.broken
+    read_request = record.read_request
     for line in requests:
         try:
-            request = loads(line)  # the plan's cases hold arrays: the record format
+            request = read_request(line)  # the grader's own request; the plan's cases hold arrays
             seq, op = request["seq"], request["op"]
         except Exception:  # noqa: BLE001 - not a request of the runner's: ignored
             continue

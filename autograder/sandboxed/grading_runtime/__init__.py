@@ -10,6 +10,8 @@ of it, and it holds no answer: see :mod:`.fixtures`).
   time-limited, and yields one record per step;
 * :mod:`.probes`: what each step does with the student's code, reported as plain data;
 * :mod:`.fixtures`: the coded frames, tiny models and trajectories the probes drive a part with;
-* :mod:`.record`: records as JSON text, written by :func:`~.record.dumps` and decoded strictly
-  by :func:`~.record.loads` (the grader checks a record's envelope in :mod:`autograder.core.channel`).
+* :mod:`.record`: records as JSON text, written by :func:`~.record.dumps`; the sandbox only
+  writes them (the grader decodes them strictly in :mod:`autograder.core.record_decoding` and
+  checks their envelope in :mod:`autograder.core.channel`), and reads the grader's requests with
+  :func:`~.record.read_request`.
 """

@@ -1,22 +1,18 @@
-"""Records: what a probe observed, as plain data, encoded to JSON text and decoded strictly.
+"""Records: what a probe observed, as plain data, written as JSON text for the grader.
 
 A probe (:mod:`.probes`) returns *plain data*: dicts, lists, strings, numbers and numpy
-arrays. The process that ran the student's code is hostile, so the grader reads its records as
-untrusted bytes: :func:`loads` runs no code (no pickle) and refuses, with :class:`RecordError`,
-anything outside a bounded schema before a judge sees it:
+arrays. :func:`dumps` writes it as JSON text, arrays as ``{"__ndarray__": dtype, "shape":
+[...], "b64": ...}``, keeping to the format's shared definition below (:data:`ALLOWED_DTYPES`,
+:data:`MAX_DEPTH`, :data:`MAX_STRING`, :data:`MAX_INT`): non-finite floats become ``null``,
+huge integers floats, other dtypes float64, long strings are cut.
 
-* JSON only, at most :data:`MAX_RECORD_BYTES`, at most :data:`MAX_CONTAINERS` lists and dicts,
-  :data:`MAX_ITEMS` items, :data:`MAX_DEPTH` levels, strings of at most :data:`MAX_STRING`
-  characters;
-* numbers: integers within +-2**53, floats finite (no ``NaN``, ``Infinity``, ``1e999``);
-* arrays ``{"__ndarray__": dtype, "shape": [...], "b64": ...}``: numeric dtypes only, at most
-  :data:`MAX_ARRAY_ELEMENTS` elements, data that matches the shape (arrays may hold NaN: a
-  student's model can output it, and the judges say so).
+The sandbox side only writes records. The grader reads them as untrusted bytes with its own
+strict decoder (:mod:`autograder.core.record_decoding`, trusted code outside this package),
+then checks each record's envelope (:mod:`autograder.core.channel`).
 
-The sandbox writes with :func:`dumps`, which writes only what :func:`loads` accepts
-(non-finite floats become ``null``, huge integers floats), and reads its requests (the plan's
-cases) with :func:`loads`. What the grader accepts as a probe's record (its envelope) is decided
-on the grader's side only (:mod:`autograder.core.channel`).
+:func:`read_request` reads the executor's requests, which the grader wrote with :func:`dumps`
+(the plan's cases hold arrays): trusted input, so it only turns encoded arrays back into numpy
+arrays, and checks nothing.
 """
 
 from __future__ import annotations
@@ -31,36 +27,28 @@ import numpy as np
 from course_lib.checks.properties import array_of, capture, describe
 
 __all__ = [
-    "RecordError",
     "array_of",
     "capture",
     "describe",
     "dumps",
-    "loads",
+    "read_request",
 ]
 
-#: dtypes a record may hold; anything else is refused when decoding.
+# The format's shared definition: the encoder writes within it, the grader's decoder
+# (autograder.core.record_decoding) refuses anything outside it.
+#: dtypes a record may hold; :func:`dumps` writes any other as float64.
 ALLOWED_DTYPES = frozenset(
     ["bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64"]
 )
-MAX_RECORD_BYTES = 64 * 1024 * 1024
-MAX_DEPTH = 12
-MAX_CONTAINERS = 20_000
-MAX_ITEMS = 200_000
-MAX_STRING = 20_000
-MAX_ARRAY_ELEMENTS = 4_000_000
-MAX_NDIM = 8
-MAX_INT = 2**53
-
-
-class RecordError(ValueError):
-    """A record that is not valid plain data (wrong type, dtype, size, number or nesting)."""
+MAX_DEPTH = 12  #: levels of lists and dicts
+MAX_STRING = 20_000  #: characters in a string or a key
+MAX_INT = 2**53  #: integers beyond +-MAX_INT are written as floats
 
 
 # ------------------------------------------------------------------------------ encoding
 def _encode(value: Any, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
-        raise RecordError("record nested too deeply")
+        raise ValueError("record nested too deeply")
     if isinstance(value, np.ndarray):
         array = np.ascontiguousarray(value)
         if str(array.dtype) not in ALLOWED_DTYPES:
@@ -88,105 +76,26 @@ def _encode(value: Any, depth: int = 0) -> Any:
 
 
 def dumps(value: Any) -> str:
-    """``value`` (plain data with numpy arrays) as JSON text that :func:`loads` accepts."""
+    """``value`` (plain data with numpy arrays) as JSON text within the record format (the
+    grader's strict decoder accepts it); ``ValueError`` if it is nested deeper than
+    :data:`MAX_DEPTH`."""
     return json.dumps(_encode(value), allow_nan=False)
 
 
-# ------------------------------------------------------------------------------ decoding
-def _refuse_constant(name: str) -> Any:
-    raise RecordError(f"non-finite number {name} in a record")
-
-
-def _parse_int(text: str) -> int:
-    if len(text) > 17 or abs(int(text)) > MAX_INT:
-        raise RecordError("integer out of range in a record")
-    return int(text)
-
-
-def _parse_float(text: str) -> float:
-    if len(text) > 64:
-        raise RecordError("number too long in a record")
-    value = float(text)
-    if not math.isfinite(value):
-        raise RecordError("non-finite number in a record")
-    return value
-
-
-def _array(value: dict[str, Any]) -> np.ndarray:
-    dtype, shape, text = value.get("__ndarray__"), value.get("shape"), value.get("b64")
-    if set(value) != {"__ndarray__", "shape", "b64"}:
-        raise RecordError("array with unexpected fields")
-    if dtype not in ALLOWED_DTYPES or not isinstance(text, str):
-        raise RecordError(f"array of dtype {dtype!r} is not allowed")
-    if (
-        not isinstance(shape, list)
-        or len(shape) > MAX_NDIM
-        or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n for n in shape)
-    ):
-        raise RecordError("array with a malformed shape")
-    count = math.prod(shape)
-    if count > MAX_ARRAY_ELEMENTS:
-        raise RecordError(f"array of {count} elements (at most {MAX_ARRAY_ELEMENTS})")
-    if len(text) != 4 * math.ceil(count * np.dtype(dtype).itemsize / 3):
-        raise RecordError("array whose data does not match its shape")
-    try:
-        raw = base64.b64decode(text.encode("ascii"), validate=True)
-    except (ValueError, UnicodeEncodeError):
-        raise RecordError("array data that is not base64") from None
-    if count * np.dtype(dtype).itemsize != len(raw):
-        raise RecordError("array whose data does not match its shape")
-    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
-
-
-def _decode(value: Any, depth: int = 0) -> Any:
-    if depth > MAX_DEPTH:
-        raise RecordError("record nested too deeply")
-    if isinstance(value, dict):
-        if "__ndarray__" in value:
-            return _array(value)
-        out = {}
-        for key, item in value.items():
-            if len(key) > MAX_STRING:
-                raise RecordError("key too long in a record")
-            out[key] = _decode(item, depth + 1)
-        return out
-    if isinstance(value, list):
-        return [_decode(item, depth + 1) for item in value]
-    if isinstance(value, str):
-        if len(value) > MAX_STRING:
-            raise RecordError("string too long in a record")
+# ------------------------------------------------------------------------------ requests
+def _request_array(value: dict[str, Any]) -> Any:
+    if "__ndarray__" not in value:
         return value
-    if value is None or isinstance(value, (int, float, bool)):
-        return value
-    raise RecordError(f"unexpected value of type {type(value).__name__}")
+    raw = base64.b64decode(value["b64"])
+    return np.frombuffer(raw, dtype=value["__ndarray__"]).reshape(value["shape"]).copy()
 
 
-def loads(text: str | bytes) -> Any:
-    """Decode :func:`dumps` output; raises :class:`RecordError` for anything else."""
-    if not isinstance(text, (str, bytes, bytearray)):
-        raise RecordError(f"a record is text, got {type(text).__name__}")
-    if len(text) > MAX_RECORD_BYTES:
-        raise RecordError(f"record larger than {MAX_RECORD_BYTES} bytes")
-    if isinstance(text, (bytes, bytearray)):
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError:
-            raise RecordError("record is not UTF-8 text") from None
-    # Bound what json.loads may build before it builds it: every list or dict costs memory
-    # (brackets inside strings count too, which only makes the bound stricter).
-    if text.count("[") + text.count("{") > MAX_CONTAINERS:
-        raise RecordError(f"record with more than {MAX_CONTAINERS} lists and dicts")
-    if text.count(",") > MAX_ITEMS:
-        raise RecordError(f"record with more than {MAX_ITEMS} items")
-    try:
-        raw = json.loads(
-            text,
-            parse_int=_parse_int,
-            parse_float=_parse_float,
-            parse_constant=_refuse_constant,
-        )
-    except RecordError:
-        raise
-    except (ValueError, RecursionError) as error:
-        raise RecordError(f"not JSON: {str(error)[:200]}") from None
-    return _decode(raw)
+def read_request(text: str | bytes) -> Any:
+    """One of the grader's requests (written with :func:`dumps`), with its arrays as numpy
+    arrays.
+
+    A reader of the grader's own, trusted requests, and NOT a validator: it checks no limit and
+    must never read what the student's code or the sandbox wrote (the grader decodes those with
+    :mod:`autograder.core.record_decoding`).
+    """
+    return json.loads(text, object_hook=_request_array)

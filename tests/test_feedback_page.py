@@ -89,3 +89,48 @@ def test_kept_cells_never_leak_into_another_students_page():
 )
 def test_image_alt_text(tag, expected):
     assert with_image_alt_text(f"<p>{tag}</p>") == f"<p>{expected}</p>"
+
+
+
+def _course_exporter(name: str, tmp_path):
+    from traitlets.config import Config
+
+    from autograder.nbgrader import steps
+
+    if name == "FeedbackExporter":
+        return steps.FeedbackExporter(template_name="classic")
+    record = tmp_path / "record.json"  # the grader's record, without which it refuses
+    record.write_text("{}")
+    return steps.GraderOnlyExporter(config=Config({"TrustedScores": {"record": str(record)}}))
+
+
+@pytest.mark.parametrize("name", ["GraderOnlyExporter", "FeedbackExporter"])
+def test_the_course_exporters_check_once_and_still_refuse_an_invalid_notebook(name, tmp_path):
+    """The course's exporters preprocess one copy of the notebook (the caller's stays as it
+    was) and check nbformat's schema once, after the last preprocessor: a notebook that a
+    preprocessor made invalid is still refused."""
+    nb = _notebook()
+    before = nbformat.writes(nb)
+    seen = []
+
+    def look(notebook, resources):
+        seen.append(notebook)
+        return notebook, resources
+
+    def spoil(notebook, resources):
+        notebook.cells[2]["execution_count"] = "not a number"  # a code cell
+        return notebook, resources
+
+    exporter = _course_exporter(name, tmp_path)
+    exporter.register_preprocessor(look, enabled=True)
+    exporter.register_preprocessor(look, enabled=True)
+    exporter.from_notebook_node(nb)
+    assert len(seen) == 2 and seen[0] is seen[1] and seen[0] is not nb
+    assert nbformat.writes(nb) == before
+
+    exporter = _course_exporter(name, tmp_path)
+    exporter.register_preprocessor(spoil, enabled=True)
+    exporter.register_preprocessor(look, enabled=True)
+    with pytest.raises(nbformat.ValidationError):
+        exporter.from_notebook_node(nb)
+    assert nbformat.writes(nb) == before

@@ -41,3 +41,29 @@ def test_a_gradebook_made_again_at_the_same_path_is_opened_afresh(tmp_path):
         with Gradebook(url) as gradebook:
             gradebook.add_student("bob")
     assert _students(url) == ["bob"]  # written to the new file, seen by a separate engine
+
+
+def test_a_gradebook_that_lost_a_table_gets_it_back_and_nothing_stays_swapped(tmp_path):
+    """Within the grader's session nbgrader's schema is checked with one query per opening;
+    a gradebook that lacks a table still gets it, and after the session nbgrader's own
+    ``create_all`` is back."""
+    import sqlite3
+
+    from nbgrader.api import Base
+
+    warnings.simplefilter("ignore")
+    path = tmp_path / "gradebook.db"
+    url = f"sqlite:///{path}"
+    with gradebook_session():
+        with Gradebook(url) as gradebook:
+            gradebook.add_student("ann")
+        with sqlite3.connect(path) as db:
+            db.execute("DROP TABLE comment")
+        with Gradebook(url):
+            pass
+        assert "create_all" in vars(Base.metadata)  # the session's one-query check
+    with sqlite3.connect(path) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+    assert "comment" in tables and set(Base.metadata.tables) <= tables
+    assert "create_all" not in vars(Base.metadata)
+    assert _students(url) == ["ann"]

@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -108,13 +109,19 @@ def _config(workspace: CourseTemplate, **settings: Any) -> Config:
     """The course configuration (``nbgrader_config.py``) for ``workspace``, plus ``settings``."""
     config = Config()
     namespace = {"get_config": lambda: config, "__file__": str(CONFIG_FILE)}
-    exec(compile(CONFIG_FILE.read_text(), str(CONFIG_FILE), "exec"), namespace)
+    exec(_compiled_config(CONFIG_FILE.read_text()), namespace)
     config.CourseDirectory.root = str(workspace.course)
     config.CourseDirectory.db_url = workspace.db_url
     for dotted, value in settings.items():
         section, name = dotted.split(".")
         config[section][name] = value
     return config
+
+
+@lru_cache(maxsize=4)
+def _compiled_config(text: str) -> Any:
+    """The course configuration's code, compiled once for each text it has had."""
+    return compile(text, str(CONFIG_FILE), "exec")
 
 
 #: One SQLAlchemy engine per gradebook URL (and engine settings), for nbgrader's calls here.
@@ -128,8 +135,9 @@ def one_engine_per_gradebook() -> Iterator[None]:
     recording's time). Within this, each gradebook gets one engine, which keeps its compiled
     statements. Each session still closes its connections (nbgrader disposes the engine when it
     closes a gradebook), so nothing stays open between calls, and a gradebook file made again
-    is opened afresh. It swaps a function of nbgrader's module: enter it only through
-    :func:`gradebook_session`, which holds :data:`GRADEBOOK_LOCK`."""
+    is opened afresh. Each opening checks nbgrader's schema with one query
+    (:func:`_create_missing_tables`). It swaps a function of nbgrader's module and a method of its
+    schema: enter it only through :func:`gradebook_session`, which holds :data:`GRADEBOOK_LOCK`."""
     import nbgrader.api
 
     create_engine = nbgrader.api.create_engine
@@ -141,10 +149,33 @@ def one_engine_per_gradebook() -> Iterator[None]:
         return _ENGINES[key]
 
     nbgrader.api.create_engine = shared_engine
+    metadata = nbgrader.api.Base.metadata
+    metadata.create_all = _create_missing_tables(metadata)  # shadows the method, until below
     try:
         yield
     finally:
         nbgrader.api.create_engine = create_engine
+        del metadata.create_all
+
+
+def _create_missing_tables(metadata: Any) -> Any:
+    """``metadata.create_all`` that asks SQLite once which tables exist and stops there when
+    every table of nbgrader's schema does. nbgrader calls ``create_all`` each time it opens a
+    gradebook (a dozen times a recording), and SQLAlchemy's own check asks for each of its
+    tables in turn. A gradebook that lacks any table, or one that is not SQLite, gets
+    SQLAlchemy's ``create_all`` as nbgrader calls it."""
+    create_all = type(metadata).create_all
+    wanted = set(metadata.tables)
+
+    def create_missing(bind: Any, **settings: Any) -> None:
+        if bind.dialect.name == "sqlite" and not settings:
+            with bind.connect() as connection:
+                tables = "SELECT name FROM sqlite_master WHERE type='table'"
+                if wanted <= {name for (name,) in connection.exec_driver_sql(tables)}:
+                    return
+        create_all(metadata, bind=bind, **settings)
+
+    return create_missing
 
 
 @contextmanager
@@ -263,9 +294,12 @@ def new_workspace(files: dict[str, bytes], dest: Path) -> CourseTemplate:
 
 
 def autograde(
-    workspace: CourseTemplate, student: str, notebook: nbformat.NotebookNode, record: Path
+    workspace: CourseTemplate, student: str, notebook: nbformat.NotebookNode | str, record: Path
 ) -> Path:
     """Record ``notebook`` (already run) and the grader's ``record`` in the gradebook.
+
+    ``notebook`` is a notebook, or its text as ``nbformat.writes`` wrote it (an assessment's),
+    which goes to ``submitted/`` as it is: nbgrader reads and checks it there.
 
     Runs ``nbgrader autograde`` without execution; returns the autograded notebook. In the
     instructor's course, a part 8 graded for an earlier submission then waits for a grader
@@ -276,7 +310,10 @@ def autograde(
     """
     target = workspace.submitted_notebook(student)
     target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(notebook, target)
+    if isinstance(notebook, str):
+        target.write_text(notebook if notebook.endswith("\n") else notebook + "\n", "utf-8")
+    else:
+        nbformat.write(notebook, target)
     run_nbgrader(
         workspace,
         "autograde",

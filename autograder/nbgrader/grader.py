@@ -45,8 +45,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import nbformat
-
 from autograder.core.assessor import WALL_SECONDS, Assessment, Assessor, check_timeout
 from autograder.core.collect import Problem, Submission, student_id
 from autograder.core.file_tree import read_tree
@@ -198,7 +196,6 @@ class Grader:
         student = result.student
         scores = self.workdir / "scores" / f"{next(self._ids):05d}.json"
         try:
-            nb = nbformat.reads(assessment.notebook, as_version=4)
             scores.write_text(
                 json.dumps(
                     {
@@ -208,7 +205,7 @@ class Grader:
                 ),
                 encoding="utf-8",
             )
-            autograde(self.gradebook, student, nb, scores)
+            autograde(self.gradebook, student, assessment.notebook, scores)
             with gradebook_session():
                 disagreements = check_gradebook(self.gradebook.db_url, student, result)
             if disagreements:

@@ -35,6 +35,7 @@ own, trusted process (:mod:`autograder.nbgrader.grader`). It then hands the note
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from functools import cache, lru_cache
@@ -45,7 +46,7 @@ from jinja2 import BytecodeCache, pass_context
 from jinja2.bccache import Bucket
 from nbconvert.exporters import HTMLExporter, NotebookExporter
 from nbconvert.preprocessors import Preprocessor
-from nbformat import NotebookNode
+from nbformat import NotebookNode, validator
 from nbformat.v4 import new_output
 from traitlets import Bool, Unicode
 
@@ -297,7 +298,29 @@ def _kept_metadata_checks() -> Any:
     return KeptMetadataChecks
 
 
-class GraderOnlyExporter(NotebookExporter):
+class PreprocessedOnce:
+    """The preprocessing of the course's two exporters (:class:`GraderOnlyExporter`,
+    :class:`FeedbackExporter`): the preprocessors run on nbconvert's copy of the notebook, and
+    the result is checked against nbformat's schema once, after the last of them.
+
+    nbconvert's ``from_notebook_node`` deep-copies the notebook before it preprocesses it, and
+    its ``_preprocess`` copies that copy again; it then checks the whole notebook after each
+    preprocessor (a dozen times a recording). Together that was a quarter of a recording's
+    time, for nothing a reader sees: an invalid notebook is still refused (the message names the
+    last preprocessor), and autograde's notebook is checked again when nbformat writes it.
+    """
+
+    def _preprocess(self, nb: NotebookNode, resources: Any) -> tuple[NotebookNode, Any]:
+        resources = copy.deepcopy(resources)  # preprocessors write into it; the caller's stays
+        _, nb = validator.normalize(nb)  # a normalised copy, as nbconvert's own step makes
+        preprocessor = None
+        for preprocessor in self._preprocessors:  # type: ignore[attr-defined]
+            nb, resources = preprocessor(nb, resources)
+        self._validate_preprocessor(nb, preprocessor)  # type: ignore[attr-defined]
+        return nb, resources
+
+
+class GraderOnlyExporter(PreprocessedOnce, NotebookExporter):
     """``nbgrader autograde``'s exporter in this course: only the grader may create it.
 
     nbgrader's converter creates its exporter in ``start()``, before it looks at any student
@@ -409,7 +432,7 @@ def _release_points(nb: NotebookNode, resources: dict[str, Any]) -> Any:
     return course_points(nb)
 
 
-class FeedbackExporter(HTMLExporter):
+class FeedbackExporter(PreprocessedOnce, HTMLExporter):
     """nbgrader's feedback HTML with the course's totals (template ``a2c_feedback``).
 
     The course configuration selects it for ``generate_feedback`` and sets its template (a

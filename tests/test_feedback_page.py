@@ -91,7 +91,6 @@ def test_image_alt_text(tag, expected):
     assert with_image_alt_text(f"<p>{tag}</p>") == f"<p>{expected}</p>"
 
 
-
 def _course_exporter(name: str, tmp_path):
     from traitlets.config import Config
 

@@ -74,7 +74,7 @@ def _grade(
         parts={k: PartScore(v, points.auto[k], "ok") for k, v in scores.items()},
         source=str(received),
     )
-    autograde(course, student, nb, record)
+    autograde(course, student, nbformat.writes(nb), record)
     assert check_gradebook(course.db_url, student, result) == []
     roster = course_roster(
         out.parent / "roster.csv", course.root, course.db_url

@@ -294,12 +294,12 @@ def new_workspace(files: dict[str, bytes], dest: Path) -> CourseTemplate:
 
 
 def autograde(
-    workspace: CourseTemplate, student: str, notebook: nbformat.NotebookNode | str, record: Path
+    workspace: CourseTemplate, student: str, notebook: str, record: Path
 ) -> Path:
     """Record ``notebook`` (already run) and the grader's ``record`` in the gradebook.
 
-    ``notebook`` is a notebook, or its text as ``nbformat.writes`` wrote it (an assessment's),
-    which goes to ``submitted/`` as it is: nbgrader reads and checks it there.
+    ``notebook`` is the notebook's text as ``nbformat.writes`` wrote it (an assessment's): it
+    goes to ``submitted/`` as it is, and nbgrader reads and checks it there.
 
     Runs ``nbgrader autograde`` without execution; returns the autograded notebook. In the
     instructor's course, a part 8 graded for an earlier submission then waits for a grader
@@ -310,10 +310,7 @@ def autograde(
     """
     target = workspace.submitted_notebook(student)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(notebook, str):
-        target.write_text(notebook if notebook.endswith("\n") else notebook + "\n", "utf-8")
-    else:
-        nbformat.write(notebook, target)
+    target.write_text(notebook if notebook.endswith("\n") else notebook + "\n", "utf-8")
     run_nbgrader(
         workspace,
         "autograde",

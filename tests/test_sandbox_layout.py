@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from autograder.core import sandbox_layout
 from autograder.core.sandbox import SYSTEM_DIRS
 from autograder.core.sandbox_layout import ENVIRONMENT, Folder, layout, neutral_bytecode
 
@@ -53,6 +54,43 @@ def test_compiled_files_are_copied_with_the_inside_path(tmp_path: Path) -> None:
     again = neutral_bytecode(folder, cache)
     assert again != image and not image.exists() and (again / "__pycache__").is_dir()
     assert not stale.exists()  # unused for a week: removed
+
+
+def test_a_new_grader_finds_its_copy_without_a_walk_and_sees_every_change(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A grader process remembers its walk beside the copies: the next process reads the stamps
+    of the folders and the metadata of the files it names instead of walking the environment,
+    and walks again when a name was added deep inside or a compiled file changed in place."""
+    site = tmp_path / "site-packages"
+    (site / "pkg" / "sub").mkdir(parents=True)
+    (site / "pkg" / "sub" / "deep.py").write_text("x = 1\n")
+    deep = Path(py_compile.compile(str(site / "pkg" / "sub" / "deep.py"), doraise=True))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    folder = Folder(site, f"{ENVIRONMENT}/lib/python3/site-packages", packages=True)
+    image = neutral_bytecode(folder, cache)
+    walks: list[Folder] = []
+    walk = sandbox_layout._scan
+    monkeypatch.setattr(sandbox_layout, "_scan", lambda f: walks.append(f) or walk(f))
+
+    def new_grader() -> Path:
+        sandbox_layout._made.clear()  # what a new process does not know
+        return neutral_bytecode(folder, cache)
+
+    assert new_grader() == image and walks == []  # nothing changed: the copy, no walk
+
+    (site / "pkg" / "sub" / "more.py").write_text("y = 2\n")
+    more = Path(py_compile.compile(str(site / "pkg" / "sub" / "more.py"), doraise=True))
+    added = new_grader()  # the top folder is as it was: only the deep folder's stamp tells
+    assert walks == [folder] and added != image
+    assert (added / more.relative_to(site)).is_file()
+
+    with open(deep, "ab") as compiled:  # rewritten in place: no folder changes
+        compiled.write(b"\0")
+    changed = new_grader()
+    assert changed not in (image, added) and walks == [folder]  # seen from its metadata
+    assert new_grader() == changed and walks == [folder]
 
 
 _HOLDER = """

@@ -32,6 +32,7 @@ import fcntl
 import functools
 import hashlib
 import importlib.util
+import json
 import marshal
 import os
 import shutil
@@ -165,18 +166,94 @@ def _neutral_code(code: types.CodeType, filename: str) -> types.CodeType:
     return code.replace(co_filename=filename, co_consts=consts)
 
 
-def _compiled_files(folder: Path, packages: bool) -> list[tuple[str, os.stat_result]]:
-    """Every compiled file below ``folder``; in the installation (not ``packages``), none of
-    its package folders (shown on their own, or not at all)."""
-    found = []
-    for root, dirs, files in os.walk(folder):
-        if not packages:
-            dirs[:] = [name for name in dirs if name not in ("site-packages", "dist-packages")]
-        for name in files:
-            if name.endswith(".pyc"):
-                path = os.path.join(root, name)
-                found.append((os.path.relpath(path, folder), os.lstat(path)))
-    return sorted(found)
+@dataclass(frozen=True)
+class _Scan:
+    """What decides a folder's copy: its compiled files and (the installation's) other regular
+    files, each with its metadata; and every folder walked, with its stamp (a name added,
+    removed or renamed in a folder changes the folder's modification and change times)."""
+
+    compiled: list[tuple[str, os.stat_result]]  #: every compiled file, sorted
+    installation: list[tuple[str, os.stat_result]]  #: the installation's other regular files
+    folders: dict[str, tuple[int, int, int]]  #: every folder walked: (mtime, ctime, inode)
+
+
+def _stamp(info: os.stat_result) -> tuple[int, int, int]:
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+
+
+def _scan(folder: Folder) -> _Scan:
+    """Walk ``folder``: in a package folder, its compiled files; in the installation, its
+    compiled files and its other regular files (what may name the folder it was built for),
+    none in its package folders (shown on their own, or not at all). Links to folders are not
+    followed. Each folder's stamp is taken before its names are read, so that a change made
+    during the walk is seen by the next :func:`_rescan`."""
+    compiled, installation, folders = [], [], {}
+    pending = [""]
+    while pending:
+        relative = pending.pop()
+        path = os.path.join(folder.outside, relative)
+        try:
+            info = os.stat(path)
+            with os.scandir(path) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # gone, or not readable: as os.walk, left out
+        folders[relative] = _stamp(info)
+        for entry in entries:
+            name = os.path.join(relative, entry.name)
+            if entry.is_dir():
+                if not entry.is_symlink() and (
+                    folder.packages or entry.name not in ("site-packages", "dist-packages")
+                ):
+                    pending.append(name)
+            elif entry.name.endswith(".pyc"):
+                compiled.append((name, entry.stat(follow_symlinks=False)))
+            elif not folder.packages:
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode):
+                    installation.append((name, info))
+    return _Scan(sorted(compiled), sorted(installation), folders)
+
+
+def _scan_record(cache: Path, name: str) -> Path:
+    """Where the last walk of the folder whose copies are ``cache/<name>-*`` is remembered
+    (beside the copies, never in one: a copy is shown to the sandbox)."""
+    return cache / f".{name}.scan.json"
+
+
+def _remember(record: Path, scan: _Scan) -> None:
+    text = json.dumps(
+        {
+            "folders": scan.folders,
+            "compiled": [relative for relative, _ in scan.compiled],
+            "installation": [relative for relative, _ in scan.installation],
+        }
+    )
+    temporary = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
+    with os.fdopen(os.open(temporary, flags, 0o600), "w") as out:
+        out.write(text)
+    os.replace(temporary, record)
+
+
+def _rescan(folder: Folder, record: Path) -> _Scan | None:
+    """:func:`_scan`'s answer without the walk, or None when it may differ: when every folder of
+    the last walk has its stamp still, no name was added, removed or renamed anywhere in it,
+    so the files are the same; their metadata is read again, as the walk reads it."""
+    try:
+        remembered = json.loads(record.read_text())
+        for relative, stamp in remembered["folders"].items():
+            if _stamp(os.stat(os.path.join(folder.outside, relative))) != tuple(stamp):
+                return None
+        compiled, installation = (
+            [(relative, os.lstat(os.path.join(folder.outside, relative))) for relative in names]
+            for names in (remembered["compiled"], remembered["installation"])
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # missing, unreadable, or a file of it gone: walk again
+    if any(not stat.S_ISREG(info.st_mode) for _, info in installation):
+        return None
+    return _Scan(compiled, installation, remembered["folders"])
 
 
 def _built_for(folder: Path) -> list[bytes]:
@@ -192,20 +269,6 @@ def _built_for(folder: Path) -> list[bytes]:
         ):
             names.add(value.rstrip("/"))
     return sorted((name.encode() for name in names), key=len, reverse=True)
-
-
-def _installation_files(folder: Path) -> list[tuple[str, os.stat_result]]:
-    """The installation's regular files (not compiled ones, none in its package folders): what
-    may name the folder it was built for. Only their metadata is read here."""
-    found = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = [name for name in dirs if name not in ("site-packages", "dist-packages")]
-        for name in files:
-            path = os.path.join(root, name)
-            info = os.lstat(path)
-            if not name.endswith(".pyc") and stat.S_ISREG(info.st_mode):
-                found.append((os.path.relpath(path, folder), info))
-    return sorted(found)
 
 
 def _neutral_file(data: bytes, names: list[bytes], inside: str) -> bytes:
@@ -296,8 +359,13 @@ def _prune(cache: Path, days: float = 7.0) -> None:
         try:
             if entry.is_dir() and entry.stat().st_mtime < limit and entry not in _held:
                 _remove_unused(entry)
+            elif entry.name.endswith(".tmp") and entry.stat().st_mtime < limit:
+                entry.unlink()  # a record's writer that did not finish
         except OSError:
             continue
+    for record in cache.glob(".*.scan.json"):
+        if not any(cache.glob(f"{record.name[1:].split('.')[0]}-*")):
+            record.unlink(missing_ok=True)  # its folder's copies are all gone
 
 
 def neutral_bytecode(folder: Folder, cache: Path) -> Path:
@@ -306,17 +374,24 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
     compiled files (their paths, sizes, times and inodes), then reused; older copies of the
     same folder are removed, and copies no grader used for a week. ``cache`` must be the
     caller's own (nobody else can write it).
-    Within one process the copy is taken again only when the folder itself changed (a package
-    added or removed): walking an environment with torch takes about a second."""
+    Walking an environment with torch costs half a second of CPU: a process walks the folder
+    only when the walk remembered beside the copies may be out of date (:func:`_rescan`: a
+    folder's stamp changed); it then checks the files that walk found. Within one process the
+    copy is taken again only when the folder itself changed (a package added or removed)."""
     stamp = (folder, cache, folder.outside.stat().st_mtime_ns)
     made = _made.get(stamp)
     if made is not None and made.is_dir():
         return made
-    files = _compiled_files(folder.outside, folder.packages)
-    names = [] if folder.packages else _built_for(folder.outside)
-    installation = _installation_files(folder.outside) if names else []
     state = hashlib.sha256(f"{folder.outside}\0{folder.inside}\0{sys.version}".encode())
     name = state.hexdigest()[:16]
+    record = _scan_record(cache, name)
+    scan = _rescan(folder, record)
+    walked = scan is None
+    if scan is None:
+        scan = _scan(folder)
+    files = scan.compiled
+    names = [] if folder.packages else _built_for(folder.outside)
+    installation = scan.installation if names else []
     state.update(b"\0".join(names) + b"\n")
     for path, info in files + installation:
         state.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode())
@@ -326,6 +401,8 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
     with _build_lock, _exclusive(cache / f".{name}.making"):
         if target.is_dir() and _hold(target):
             os.utime(target)  # in use: kept by _prune
+            if walked:
+                _remember(record, scan)
             _made[stamp] = target
             return target
         hidden = {
@@ -374,6 +451,7 @@ def neutral_bytecode(folder: Folder, cache: Path) -> Path:
                 if old in _held:  # this process's runs take the new state from now on
                     os.close(_held.pop(old))
                 _remove_unused(old)  # an older state of the same folder, if no grader uses it
+        _remember(record, scan)
         _prune(cache)
     _made[stamp] = target
     return target

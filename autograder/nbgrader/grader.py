@@ -1,10 +1,11 @@
 """Grade submissions with nbgrader: the core assesses, nbgrader records (``grade``, ``grade-all``).
 
 :class:`Grader` is the nbgrader front end of the grading core
-(:class:`~autograder.core.assessor.Assessor`). It builds the template course once
+(:class:`~autograder.core.assessor.Assessor`). It makes the template course once
 (:func:`autograder.nbgrader.course.build_template`: ``generate_assignment`` on the solution notebook, a
-fresh gradebook), makes an assessor from the release it wrote, then grades any number of
-notebooks::
+fresh gradebook; written from the machine's kept copy when one was built from the same inputs,
+:mod:`autograder.nbgrader.template_cache`), makes an assessor from the release it wrote, then
+grades any number of notebooks::
 
     with Grader() as grader:
         result = grader.grade(Path("alice.ipynb"))   # a GradeResult
@@ -56,7 +57,6 @@ from autograder.nbgrader.course import (
     SOURCE_NOTEBOOK,
     CourseTemplate,
     autograde,
-    build_template,
     gradebook_session,
     new_workspace,
     open_course,
@@ -64,6 +64,7 @@ from autograder.nbgrader.course import (
 from autograder.nbgrader.course import generate_feedback as nbgrader_feedback
 from autograder.nbgrader.gradebook_check import check_gradebook
 from autograder.nbgrader.progress_log import ProgressLog
+from autograder.nbgrader.template_cache import template_course
 
 __all__ = ["Assessment", "ClassSettings", "Grader", "check_jobs", "check_timeout", "grade_many"]
 
@@ -133,7 +134,7 @@ class Grader:
         self.workdir = self.workdir.resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         source_notebook = Path(source_notebook).resolve()
-        self.template = build_template(self.workdir / "template", source_notebook)
+        self.template = template_course(self.workdir / "template", source_notebook)
         self.assessor = Assessor(
             self.template.release_notebook,
             self.workdir / "sandbox",

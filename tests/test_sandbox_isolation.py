@@ -191,6 +191,35 @@ def test_a_sandbox_users_leftover_processes_are_killed() -> None:
     assert _host_uids(token) == set()
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="starting processes as another user needs root")
+def test_a_sandbox_users_zombie_is_not_waited_for(monkeypatch) -> None:
+    """A process of a run's user that has ended but that its parent has not collected yet (a
+    zombie: a sandbox's process whose parent was killed first waits for init) runs nothing,
+    so neither isolation mode waits for it to go before the user id is given again."""
+    from autograder.core import sandbox
+    from autograder.core.container_isolation import _processes_of
+
+    uid = 1_790_000 + os.getpid() % 10_000 + 2
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child becomes the user and ends at once
+        os.setgid(uid)
+        os.setuid(uid)
+        os._exit(0)
+    try:
+        for _ in range(500):
+            if sandbox.ended(pid):
+                break
+            time.sleep(0.02)
+        assert sandbox.ended(pid) and os.stat(f"/proc/{pid}").st_uid == uid  # a zombie of uid
+        naps: list[float] = []
+        monkeypatch.setattr(sandbox.time, "sleep", naps.append)
+        sandbox._kill_user(uid)
+        assert naps == []  # nothing of the user runs: no round waited for it
+        assert _processes_of(uid) == []
+    finally:
+        os.waitpid(pid, 0)
+
+
 def test_a_run_that_cannot_start_leaves_no_open_pipe() -> None:
     """A command that cannot even start (a staging copy failed, a missing program) closes all
     of its run's pipes: a class of such failures never runs the grader out of descriptors."""

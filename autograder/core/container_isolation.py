@@ -69,6 +69,7 @@ from autograder.core.sandbox import (
     _root_folder,
     _supervise,
     _UidLease,
+    ended,
     hidden_package_locations,
     outside_command,
 )
@@ -271,11 +272,12 @@ def _kill_user(uid: int) -> None:
 
 
 def _processes_of(uid: int) -> list[int]:
+    """The processes of ``uid`` still running (a zombie is not: :func:`~autograder.core.sandbox.ended`)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
+                if os.stat(f"/proc/{entry}").st_uid == uid and not ended(entry):
                     found.append(int(entry))
             except OSError:
                 continue

@@ -77,6 +77,7 @@ __all__ = [
     "SandboxResult",
     "SandboxUnavailable",
     "bwrap_works",
+    "ended",
     "hidden_package_locations",
     "require_sandbox",
     "require_unsandboxed_user",
@@ -361,10 +362,22 @@ def require_unsandboxed_user() -> None:
         )
 
 
+def ended(pid: int | str) -> bool:
+    """Whether process ``pid`` has ended (or is gone): a zombie, which runs nothing and holds
+    nothing but its entry until its parent (often init, for a sandbox's processes whose parent
+    was killed first) collects it, which may take a while."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat_file:
+            return stat_file.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
 def _kill_user(uid: int, rounds: int = 50) -> None:
     """Kill every process of the host user ``uid`` (a sandbox user id, never root's), until
-    none is left: a run without a cgroup may have left some outside its process group, and the
-    next run given that user id must not meet them."""
+    none is left running: a run without a cgroup may have left some outside its process group,
+    and the next run given that user id must not meet them. Zombies are not waited for
+    (:func:`ended`)."""
     for _ in range(rounds):
         found = False
         for entry in os.scandir("/proc"):
@@ -375,7 +388,7 @@ def _kill_user(uid: int, rounds: int = 50) -> None:
                     ids = next(line for line in status if line.startswith("Uid:")).split()[1:]
             except (OSError, StopIteration):
                 continue
-            if str(uid) in ids:
+            if str(uid) in ids and not ended(entry.name):
                 found = True
                 try:
                     os.kill(int(entry.name), signal.SIGKILL)

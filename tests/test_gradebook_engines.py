@@ -67,3 +67,29 @@ def test_a_gradebook_that_lost_a_table_gets_it_back_and_nothing_stays_swapped(tm
     assert "comment" in tables and set(Base.metadata.tables) <= tables
     assert "create_all" not in vars(Base.metadata)
     assert _students(url) == ["ann"]
+
+
+def test_a_session_opened_inside_one_joins_it_and_warnings_stay_as_they_were(tmp_path):
+    """A course preprocessor reads the gradebook while nbgrader runs in a session (the
+    feedback's totals read part 8's hand score): the inner session joins the outer one instead
+    of waiting for the lock it holds; the process's warning filters come back afterwards, as
+    another thread (grade-all's reports) may rely on them."""
+    import threading
+
+    use_in_process_version()
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    filters = list(warnings.filters)
+    done = threading.Event()
+
+    def nested() -> None:
+        with gradebook_session(), Gradebook(url) as outer:
+            outer.update_or_create_student("ada")
+            with gradebook_session(), Gradebook(url) as inner:
+                assert [student.id for student in inner.students] == ["ada"]
+        done.set()
+
+    worker = threading.Thread(target=nested, daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert done.is_set(), "the inner session waited for the outer one's lock"
+    assert warnings.filters == filters

@@ -32,7 +32,6 @@ from __future__ import annotations
 import csv
 import shutil
 import statistics
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -44,6 +43,7 @@ from autograder.core.course_points import CoursePoints, course_points
 from autograder.core.judges import PART_NAMES
 from autograder.core.report import csv_cell
 from autograder.core.results import GradeResult
+from autograder.nbgrader.course import gradebook_session
 from autograder.nbgrader.folders import keep_received
 from autograder.nbgrader.late_penalty import (
     LATE_LINE,
@@ -97,8 +97,7 @@ def manual_scores(db_url: str, students: Iterable[str]) -> dict[str, dict[str, f
     from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK
 
     found: dict[str, dict[str, float | None]] = {}
-    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
-        warnings.simplefilter("ignore")  # SQLAlchemy's noise about nbgrader's models
+    with gradebook_session(), Gradebook(db_url) as gradebook:
         for student in students:
             try:
                 notebook = gradebook.find_submission_notebook(NOTEBOOK, ASSIGNMENT, student)

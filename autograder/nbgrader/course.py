@@ -178,14 +178,26 @@ def _create_missing_tables(metadata: Any) -> Any:
     return create_missing
 
 
+_in_session = threading.local()  #: whether this thread is inside a gradebook session
+
+
 @contextmanager
 def gradebook_session() -> Iterator[None]:
-    """Where the grader's own nbgrader work runs: under :data:`GRADEBOOK_LOCK`, with
-    SQLAlchemy's deprecation noise about nbgrader's models silenced and one engine per
-    gradebook (:func:`one_engine_per_gradebook`)."""
+    """Where the grader's nbgrader work and every gradebook reading of the kit run: under
+    :data:`GRADEBOOK_LOCK`, with SQLAlchemy's deprecation noise about nbgrader's models silenced
+    and one engine per gradebook (:func:`one_engine_per_gradebook`). ``warnings`` filters are
+    the process's, so they are only changed here, under the lock. A session opened inside one
+    (a course preprocessor that reads the gradebook while nbgrader runs it) joins it."""
+    if getattr(_in_session, "active", False):
+        yield
+        return
     with GRADEBOOK_LOCK, warnings.catch_warnings(), one_engine_per_gradebook():
         warnings.simplefilter("ignore")
-        yield
+        _in_session.active = True
+        try:
+            yield
+        finally:
+            _in_session.active = False
 
 
 def run_nbgrader(
@@ -293,9 +305,7 @@ def new_workspace(files: dict[str, bytes], dest: Path) -> CourseTemplate:
     return CourseTemplate(dest)
 
 
-def autograde(
-    workspace: CourseTemplate, student: str, notebook: str, record: Path
-) -> Path:
+def autograde(workspace: CourseTemplate, student: str, notebook: str, record: Path) -> Path:
     """Record ``notebook`` (already run) and the grader's ``record`` in the gradebook.
 
     ``notebook`` is the notebook's text as ``nbformat.writes`` wrote it (an assessment's): it
@@ -320,7 +330,8 @@ def autograde(
     result = workspace.autograded_notebook(student)
     if not result.is_file():
         raise NbgraderError(f"nbgrader autograde wrote no {result}")
-    if workspace.persistent:  # a part 8 graded before waits for a grader (autograder.nbgrader.part8)
+    # A part 8 graded before waits for a grader (autograder.nbgrader.part8).
+    if workspace.persistent:
         from nbgrader.api import Gradebook
 
         from autograder.nbgrader.part8 import hold_for_grader

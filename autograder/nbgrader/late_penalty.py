@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
+
+from autograder.nbgrader.course import gradebook_session
 
 __all__ = [
     "LATE_LINE",
@@ -132,8 +133,7 @@ def record_penalties(
     """
     from nbgrader.api import Gradebook, MissingEntry
 
-    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
-        warnings.simplefilter("ignore")
+    with gradebook_session(), Gradebook(db_url) as gradebook:
         for student, (points, line) in penalties.items():
             try:
                 submitted = gradebook.find_submission_notebook(notebook, assignment, student)

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import csv
 import shutil
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
+
+from autograder.nbgrader.course import gradebook_session
 
 __all__ = [
     "MAX_ROWS",
@@ -99,8 +100,7 @@ def course_roster(
     if db_url is not None:
         from nbgrader.api import Gradebook
 
-        with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
-            warnings.simplefilter("ignore")
+        with gradebook_session(), Gradebook(db_url) as gradebook:
             for student in roster.values():
                 named = student.first_name or student.last_name
                 gradebook.update_or_create_student(
@@ -118,8 +118,7 @@ def name_unnamed(db_url: str) -> int:
     from nbgrader.api import Gradebook
 
     named = 0
-    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
-        warnings.simplefilter("ignore")
+    with gradebook_session(), Gradebook(db_url) as gradebook:
         for student in gradebook.students:
             if not (student.first_name or student.last_name):
                 student.first_name, student.last_name = "", student.id

@@ -23,11 +23,12 @@ the instructor configures (:mod:`autograder.nbgrader.late_penalty`).
 from __future__ import annotations
 
 import math
-import warnings
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+from autograder.nbgrader.course import gradebook_session
 
 __all__ = [
     "SubmissionTime",
@@ -138,8 +139,7 @@ def course_deadline(db_url: str, assignment: str, given: datetime | None) -> dat
     date), else the due date the gradebook holds, else ``None``."""
     from nbgrader.api import Gradebook
 
-    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
-        warnings.simplefilter("ignore")
+    with gradebook_session(), Gradebook(db_url) as gradebook:
         if given is not None:
             naive = given.astimezone(timezone.utc).replace(tzinfo=None)  # nbgrader stores UTC
             gradebook.update_or_create_assignment(assignment, duedate=naive)
@@ -159,8 +159,7 @@ def record_times(
     formgrader compares with it to tell an autograded submission (they must be equal)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
-        warnings.simplefilter("ignore")
+    with gradebook_session(), Gradebook(db_url) as gradebook:
         for student, stamp in times.items():
             try:
                 submission = gradebook.find_submission(assignment, student)

@@ -43,8 +43,8 @@ from autograder.core.course_points import CoursePoints, course_points
 from autograder.core.judges import PART_NAMES
 from autograder.core.report import csv_cell
 from autograder.core.results import GradeResult
-from autograder.nbgrader.course import gradebook_session
 from autograder.nbgrader.folders import keep_received
+from autograder.nbgrader.gradebook_session import gradebook_session
 from autograder.nbgrader.late_penalty import (
     LATE_LINE,
     LatePenalty,

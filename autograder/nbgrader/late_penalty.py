@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.nbgrader.course import gradebook_session
+from autograder.nbgrader.gradebook_session import gradebook_session
 
 __all__ = [
     "LATE_LINE",

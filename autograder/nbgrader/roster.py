@@ -24,7 +24,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.nbgrader.course import gradebook_session
+from autograder.nbgrader.gradebook_session import gradebook_session
 
 __all__ = [
     "MAX_ROWS",

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from autograder.nbgrader.course import gradebook_session
+from autograder.nbgrader.gradebook_session import gradebook_session
 
 __all__ = [
     "SubmissionTime",

@@ -51,6 +51,7 @@ from nbformat.v4 import new_output
 from traitlets import Bool, Unicode
 
 from autograder.core.markdown_safety import sanitize_markdown
+from autograder.nbgrader.gradebook_session import gradebook_session
 
 __all__ = [
     "FEEDBACK_TEMPLATES",
@@ -166,14 +167,11 @@ def bonus_as_extra_credit(db_url: str, assignment: str, notebook: str) -> None:
     into full marks, so the 2-point bonus would make them 17; nbgrader's own way of scoring
     above full marks is *extra credit*, which :class:`SaveExtraCredit` records for the bonus.
     """
-    import warnings
-
     from nbgrader.api import Gradebook, MissingEntry
 
     from autograder.core.judges import BONUS_PARTS
 
-    with warnings.catch_warnings(), Gradebook(db_url) as gradebook:
-        warnings.simplefilter("ignore")
+    with gradebook_session(), Gradebook(db_url) as gradebook:
         for key in sorted(BONUS_PARTS):
             try:
                 cell = gradebook.find_grade_cell(f"test_{key}", notebook, assignment)
@@ -213,16 +211,13 @@ class SaveExtraCredit(Preprocessor):
     def preprocess(
         self, nb: NotebookNode, resources: dict[str, Any]
     ) -> tuple[NotebookNode, dict[str, Any]]:
-        import warnings
-
         from nbgrader.api import Gradebook
 
         extra = resources.get("a2c_extra_credit", {})
         meta = resources["nbgrader"]
         if not extra:
             return nb, resources
-        with warnings.catch_warnings(), Gradebook(meta["db_url"]) as gradebook:
-            warnings.simplefilter("ignore")
+        with gradebook_session(), Gradebook(meta["db_url"]) as gradebook:
             for grade_id, score in extra.items():
                 grade = gradebook.find_grade(
                     grade_id, meta["notebook"], meta["assignment"], meta["student"]

@@ -211,7 +211,8 @@ def open_course(folder: Path, source_notebook: Path = SOURCE_NOTEBOOK) -> Course
 
 
 def new_workspace(files: dict[str, bytes], dest: Path) -> CourseTemplate:
-    """A course in the missing folder ``dest``, written from ``files``: the grader's own course.
+    """A course in the missing folder ``dest``, written from ``files``: the grader's own course,
+    or a template written from the machine's kept copy (:mod:`autograder.nbgrader.template_cache`).
 
     ``files`` is :func:`read_tree` of the template, read into memory when the template was
     built, so that nothing written into the template's folder since then is used.

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from autograder.core.file_tree import read_tree
 from autograder.core.package_digest import package_files
-from autograder.nbgrader.course import CourseTemplate, build_template
+from autograder.nbgrader.course import CourseTemplate, build_template, new_workspace
 
 __all__ = ["TEMPLATE_INPUTS", "private_cache", "template_course", "template_key"]
 
@@ -125,14 +125,6 @@ def _keep(cache: Path, key: str, files: dict[str, bytes]) -> None:
             continue
 
 
-def _write(files: dict[str, bytes], dest: Path) -> CourseTemplate:
-    for name, data in files.items():
-        path = dest / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    return CourseTemplate(dest)
-
-
 def template_course(dest: Path, source_notebook: Path, cache: Path | None = None) -> CourseTemplate:
     """:func:`~autograder.nbgrader.course.build_template`'s course in the missing or empty
     folder ``dest``: written from the copy kept in ``cache`` (default :func:`private_cache`)
@@ -150,7 +142,7 @@ def template_course(dest: Path, source_notebook: Path, cache: Path | None = None
     files = _kept(cache / key)
     if files is not None:
         os.utime(cache / key)  # in use: kept for another week
-        return _write(files, dest)
+        return new_workspace(files, dest)
     template = build_template(dest, source_notebook)
     _keep(cache, key, read_tree(template.root))
     return template

@@ -5,8 +5,9 @@ default it hands out the files with the most tests first, so the longest file
 (``test_platforms.py``, five minutes on 2 cores, 14 tests) started when the other worker had
 little left, which then waited for it. With ``--no-loadscope-reorder`` (pyproject.toml) it
 hands them out in the order collected, which this hook sets: the long files run beside each
-other and the short ones fill in after them, so that both workers finish at about the same time. The order of the
-tests within a file is unchanged; files not named here follow in their usual order.
+other and the short ones fill in after them, so that both workers finish at about the same
+time. The order of the tests within a file is unchanged; files not named here follow in their
+usual order.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ sandbox, no gradebook.
 from __future__ import annotations
 
 import base64
+import copy
 
 import nbformat
 import pytest
@@ -16,6 +17,7 @@ from nbconvert.exporters import HTMLExporter
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from autograder.nbgrader.steps import NO_ALT_TEXT, FeedbackExporter, with_image_alt_text
+from tests.submissions.hostile import NOTEBOOK_ATTACKS, SLOW_LEXERS, hostile_submission
 
 PNG = base64.b64encode(
     bytes.fromhex(
@@ -133,3 +135,32 @@ def test_the_course_exporters_check_once_and_still_refuse_an_invalid_notebook(na
     with pytest.raises(nbformat.ValidationError):
         exporter.from_notebook_node(nb)
     assert nbformat.writes(nb) == before
+
+
+@pytest.mark.timeout(120)  # mcschema's lexer never returns on "<!--": a hang fails here
+@pytest.mark.parametrize("attack", list(NOTEBOOK_ATTACKS))
+def test_no_lexer_a_student_names_runs_in_the_grader(attack):
+    """A fenced block in a lexer that never returns (or the notebook's language set to it):
+    the feedback exporter renders the page as it is submitted, and formgrader's exporter
+    (nbconvert's, with the course's configuration) the notebook the grader stores; each block
+    shows its text, unhighlighted, and the stored notebook names the course's language."""
+    from autograder.core.code_highlighting import course_languages
+    from autograder.core.student_markdown import safe_markdown
+    from autograder.nbgrader.config import c as course_config
+    from tests.submissions.hostile import RELEASE
+
+    submitted = hostile_submission(attack)
+    ours, _ = FeedbackExporter(template_name="classic").from_notebook_node(submitted)
+    assert "&lt;!--" in ours
+    stored, release = copy.deepcopy(submitted), nbformat.read(RELEASE, as_version=4)
+    notes = safe_markdown(stored, release) + course_languages(stored, release)
+    assert stored.metadata["language_info"] == release.metadata["language_info"]
+    assert not any("magics_language" in cell.metadata for cell in stored.cells)
+    formgrader = HTMLExporter(config=course_config, template_name="classic")
+    page, _ = formgrader.from_notebook_node(stored)
+    assert "&lt;!--" in page and "hl-mcschema" not in page
+    if attack == "lexer_fence":
+        assert any("other than Python shown as text" in note for note in notes), notes
+        assert all(f"language-{name}" in page for name in SLOW_LEXERS)
+    else:
+        assert any("mcschema" in note for note in notes), notes

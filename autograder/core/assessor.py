@@ -46,6 +46,7 @@ import nbformat
 
 from autograder.core import environment
 from autograder.core.channel import read_channel
+from autograder.core.code_highlighting import course_languages
 from autograder.core.file_tree import tree_digest
 from autograder.core.grading_job import job_cells
 from autograder.core.host_paths import Redactor
@@ -278,6 +279,7 @@ class Assessor:
             result.timings["judge"] = time.perf_counter() - judged
             result.notes += keep_submitted_outputs(nb)
             result.notes += safe_markdown(nb, self.release)
+            result.notes += course_languages(nb, self.release)
             return Assessment(result, nbformat.writes(nb))
         except Exception as error:  # noqa: BLE001 - one submission never stops the class
             result.status = f"error: the grader failed on this submission ({type(error).__name__})"

@@ -12,11 +12,15 @@ code and math, so each ``<`` left is a tag):
   decoded, spaces and control characters ignored); a well-formed comment is dropped (it shows
   nothing); any other tag or declaration is shown as text (its ``<`` become ``&lt;``);
 * MathJax commands that make links or load code (``\\href``, ``\\require``, ...) lose their
-  backslash's power.
+  backslash's power;
+* a fenced code block in a language whose lexer may not run on student text
+  (:mod:`autograder.core.code_highlighting`: pygments has lexers that never return) is rendered
+  as plain text, so that the cell, written back as HTML, names no lexer to any later renderer.
 
 A cell where nothing was active is left as written (its markdown and math render as the
 student wrote them, and no note is added). A cell where something was is replaced by the
-cleaned HTML on one line (so markdown cannot re-read it) and :data:`NOTE`. Each tag is read at
+cleaned HTML on one line (so markdown cannot re-read it) and :data:`NOTE` (or
+:data:`CODE_NOTE`, for code blocks alone). Each tag is read at
 most :data:`MAX_TAG` characters ahead, so the cost is linear in the cell, whatever its tags.
 """
 
@@ -26,10 +30,13 @@ import html
 import re
 from functools import lru_cache
 
+from autograder.core.code_highlighting import SafeRenderer
+
 __all__ = [
     "ALLOWED_ATTRIBUTES",
     "ALLOWED_SCHEMES",
     "ALLOWED_TAGS",
+    "CODE_NOTE",
     "COMMON_ATTRIBUTES",
     "MAX_TAG",
     "NOTE",
@@ -58,6 +65,11 @@ MAX_TAG = 4096
 NOTE = (
     "\n\n*[The grader removed active HTML (a script, an event handler or an unsafe link) from "
     "this cell before showing it; the file as submitted is kept in received/.]*"
+)
+#: Appended to a cell whose code blocks name a language the grader does not highlight.
+CODE_NOTE = (
+    "\n\n*[The grader shows this cell's code blocks in languages other than Python as plain "
+    "text; the file as submitted is kept in received/.]*"
 )
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,63}")
@@ -178,20 +190,23 @@ def _tag(text: str, start: int) -> tuple[str, int, bool] | None:
     return f"<{tag}{out}>", end + 1, len(kept) != len(attributes)
 
 
-def render_markdown(source: str) -> tuple[str, list[str]]:
-    """``source`` as nbconvert renders a markdown cell, and the attachments it names
-    (``attachment:plot.png`` is left as a link, not embedded)."""
-    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+def render_markdown(source: str) -> tuple[str, list[str], list[str]]:
+    """``source`` as nbconvert renders a markdown cell (only the course's languages highlighted,
+    :class:`~autograder.core.code_highlighting.SafeRenderer`), the attachments it names
+    (``attachment:plot.png`` is left as a link, not embedded) and the code blocks' languages
+    shown as plain text."""
+    from nbconvert.filters.markdown_mistune import MarkdownWithMath
 
     named: list[str] = []
 
-    class _Renderer(IPythonRenderer):
+    class _Renderer(SafeRenderer):
         def _embed_image_or_attachment(self, src: str) -> str:
             if src.startswith("attachment:"):
                 named.append(src[len("attachment:") :])
             return src
 
-    return MarkdownWithMath(renderer=_Renderer(escape=False)).render(source), named
+    renderer = _Renderer(escape=False)
+    return MarkdownWithMath(renderer=renderer).render(source), named, renderer.refused
 
 
 def clean_html(text: str) -> tuple[str, bool]:
@@ -219,10 +234,11 @@ def sanitize_markdown(source: str) -> str | None:
     """Safe markdown for ``source`` (see the module docstring), or ``None`` when it is safe as
     written. Kept by source (a class's notebooks share most cells, and recording checks each
     cell in two nbgrader passes)."""
-    rendered, _ = render_markdown(source)
+    rendered, _, refused = render_markdown(source)
     clean, changed = clean_html(rendered)
     clean, commands = _MATHJAX.subn(r"\\;\1", clean)
-    if not (changed or commands):
+    if not (changed or commands or refused):
         return None
+    note = (NOTE if changed or commands else "") + (CODE_NOTE if refused else "")
     # One line: markdown shows an HTML block as it is up to the first blank line.
-    return "<div>" + clean.strip().replace("\r", "").replace("\n", "&#10;") + "</div>" + NOTE
+    return "<div>" + clean.strip().replace("\r", "").replace("\n", "&#10;") + "</div>" + note

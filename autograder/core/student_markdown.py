@@ -14,7 +14,8 @@ what nbgrader records, formgrader shows and the feedback renders is already safe
   replaced by a note (the whole notebook's cell text is capped when it is read:
   :data:`autograder.core.submission_file.MAX_SOURCE_CHARS`);
 * **active HTML is removed** from every other cell (:func:`autograder.core.markdown_safety.sanitize_markdown`,
-  linear in the cell).
+  linear in the cell), and a code block in a language other than the course's is shown as text
+  (no lexer the student names runs: :mod:`autograder.core.code_highlighting`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from urllib.parse import unquote
 
 from nbformat import NotebookNode
 
-from autograder.core.markdown_safety import render_markdown, sanitize_markdown
+from autograder.core.markdown_safety import CODE_NOTE, NOTE, render_markdown, sanitize_markdown
 
 __all__ = [
     "MAX_IMAGES_BYTES",
@@ -94,7 +95,7 @@ def _point_missing(source: str, kept: dict[str, Any]) -> str:
         return match.group(0) if name in kept or unquote(name) in kept else _LEFT_OUT
 
     source = _REFERENCE.sub(point, source)
-    _, named = render_markdown(source)
+    _, named, _ = render_markdown(source)
     if any(name not in kept for name in named):  # a name the pattern did not read alike
         source = source.replace("attachment:", _LEFT_OUT + ":")
     return source
@@ -135,7 +136,10 @@ def safe_markdown(nb: NotebookNode, release: NotebookNode) -> list[str]:
         clean = sanitize_markdown(cell.source)
         if clean is not None:
             cell.source = clean
-            notes.append(f"{where}: active HTML removed before showing it")
+            if clean.endswith(NOTE) or (NOTE + CODE_NOTE) in clean:
+                notes.append(f"{where}: active HTML removed before showing it")
+            if clean.endswith(CODE_NOTE):
+                notes.append(f"{where}: code blocks in languages other than Python shown as text")
         elif "attachment:" in cell.source:
             cell.source = _point_missing(cell.source, kept)
     return notes

@@ -71,6 +71,10 @@ c.Autograde.autograde_preprocessors.append("autograder.nbgrader.steps.SanitizeMa
 c.OverwriteCells.add_missing_cells = True
 
 # A flood of stdout is cut to this many lines per cell, so feedback files stay small.
+# A code cell's first line (`%%ruby`) would pick a pygments lexer in formgrader and the
+# feedback: only the course's language is highlighted (autograder/core/code_highlighting.py).
+c.HighlightMagicsPreprocessor.enabled = False
+
 c.LimitOutput.max_lines = 1000
 c.LimitOutput.max_traceback = 100
 

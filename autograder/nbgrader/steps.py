@@ -50,6 +50,7 @@ from nbformat import NotebookNode, validator
 from nbformat.v4 import new_output
 from traitlets import Bool, Unicode
 
+from autograder.core.code_highlighting import SafeRenderer, safe_highlight_language
 from autograder.core.markdown_safety import sanitize_markdown
 from autograder.nbgrader.gradebook_session import gradebook_session
 
@@ -455,14 +456,26 @@ class FeedbackExporter(PreprocessedOnce, HTMLExporter):
 
     @pass_context
     def markdown2html(self, context: Any, source: str) -> str:
+        from nbconvert.filters.markdown_mistune import MarkdownWithMath
+
         cell = context.get("cell", {})
-        if cell.get("attachments") or self.lexer_options:  # not shared with other pages
-            return super().markdown2html(context, source)
         # the notebook's folder only matters to images embedded from files
         path = context.get("resources", {}).get("metadata", {}).get("path", "")
         path = path if self.embed_images else ""
         settings = (self.embed_images, self.anchor_link_text, self.exclude_anchor_links)
-        return _markdown_html(source, str(path), settings)
+        if not (cell.get("attachments") or self.lexer_options):
+            return _markdown_html(source, str(path), settings)
+        # not shared with other pages: HTMLExporter.markdown2html, with the safe renderer
+        renderer = SafeRenderer(
+            escape=False,
+            attachments=cell.get("attachments", {}),
+            embed_images=self.embed_images,
+            path=path,
+            anchor_link_text=self.anchor_link_text,
+            exclude_anchor_links=self.exclude_anchor_links,
+            **self.lexer_options,
+        )
+        return MarkdownWithMath(renderer=renderer).render(source)
 
     def from_notebook_node(  # type: ignore[override]
         self, nb: NotebookNode, resources: dict[str, Any] | None = None, **kw: Any
@@ -473,7 +486,8 @@ class FeedbackExporter(PreprocessedOnce, HTMLExporter):
         from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
         langinfo = nb.metadata.get("language_info", {})
-        lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
+        named = langinfo.get("pygments_lexer", langinfo.get("name", None))
+        lexer = safe_highlight_language(named) or ("ipython3" if named else None)
         highlight = self.filters.get(
             "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)
         )
@@ -532,10 +546,10 @@ def with_image_alt_text(html: str) -> str:
 @lru_cache(maxsize=CACHE_SIZE)
 def _markdown_html(source: str, path: str, settings: tuple[Any, ...]) -> str:
     """nbconvert's rendering of one markdown cell (``HTMLExporter.markdown2html``), kept."""
-    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+    from nbconvert.filters.markdown_mistune import MarkdownWithMath
 
     embed_images, anchor_link_text, exclude_anchor_links = settings
-    renderer = IPythonRenderer(
+    renderer = SafeRenderer(
         escape=False,
         attachments={},
         embed_images=embed_images,
@@ -547,7 +561,9 @@ def _markdown_html(source: str, path: str, settings: tuple[Any, ...]) -> str:
 
 
 class _SharedHighlight:
-    """A ``highlight_code`` filter whose results are kept by source and highlighter settings."""
+    """A ``highlight_code`` filter whose results are kept by source and highlighter settings;
+    a language (or a cell's ``magics_language``) whose lexer may not run on student text is
+    shown as plain text (:mod:`autograder.core.code_highlighting`)."""
 
     def __init__(self, highlight: Any) -> None:
         self.highlight = highlight
@@ -559,6 +575,10 @@ class _SharedHighlight:
 
     def __call__(self, source: str, language: str | None = None, metadata: Any = None) -> str:
         magics = (metadata or {}).get("magics_language")
+        if magics is not None and not safe_highlight_language(str(magics)):
+            magics = "text"
+        if language is not None and not safe_highlight_language(language):
+            language = "text"
         key = (self.settings, source, language, None if magics is None else str(magics))
         html = _HIGHLIGHTED.get(key)
         if html is None:

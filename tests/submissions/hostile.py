@@ -55,7 +55,14 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-__all__ = ["ATTACKS", "COSTLY", "PERSISTENT", "hostile_submission"]
+__all__ = [
+    "ATTACKS",
+    "COSTLY",
+    "NOTEBOOK_ATTACKS",
+    "PERSISTENT",
+    "SLOW_LEXERS",
+    "hostile_submission",
+]
 
 RELEASE = Path(__file__).resolve().parents[2] / "notebooks" / "a2c.ipynb"
 
@@ -535,8 +542,41 @@ os.kill(0, signal.SIGKILL)
 }
 
 
+#: Lexers a student can name that never return on ``<!--`` (mcschema) or that a fuzz of every
+#: pygments lexer found super-linear.
+SLOW_LEXERS = ("mcschema", "easytrieve", "systemd", "autohotkey", "gherkin", "nemerle", "fan")
+
+
+def _lexer_fence(nb: NotebookNode) -> None:
+    """A markdown answer with a fenced block in each of :data:`SLOW_LEXERS`."""
+    blocks = "\n\n".join(f"```{name}\n<!--\n{'<!-- ' * 200}\n```" for name in SLOW_LEXERS)
+    nb.cells.append(nbformat.v4.new_markdown_cell(f"My answer, with code:\n\n{blocks}"))
+
+
+def _lexer_metadata(nb: NotebookNode) -> None:
+    """The notebook's language (``language_info``, ``kernelspec``) and a cell's
+    ``magics_language`` set to mcschema, and ``<!--`` in the code cells it would highlight."""
+    nb.metadata["language_info"] = {"name": "mcschema", "pygments_lexer": "mcschema"}
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "x", "language": "mcschema"}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source += '\n_ = """\n<!--\n"""  # mcschema never returns on <!--'
+            cell.metadata["magics_language"] = "mcschema"
+
+
+#: Attacks made of the notebook itself, on what the trusted side does with it (rendering):
+#: ``lexer_fence`` and ``lexer_metadata`` name a pygments lexer that never returns, which the
+#: feedback, nbgrader and formgrader would run in the grader's own process.
+NOTEBOOK_ATTACKS = {"lexer_fence": _lexer_fence, "lexer_metadata": _lexer_metadata}
+
+
 def hostile_submission(attack: str, **fill: str) -> NotebookNode:
-    """The untouched release with ``ATTACKS[attack]`` (its ``{...}`` fields filled in)."""
+    """The untouched release with ``ATTACKS[attack]`` (its ``{...}`` fields filled in), or
+    changed by ``NOTEBOOK_ATTACKS[attack]``."""
+    if attack in NOTEBOOK_ATTACKS:
+        nb = nbformat.read(RELEASE, as_version=4)
+        NOTEBOOK_ATTACKS[attack](nb)
+        return nbformat.from_dict(json.loads(json.dumps(nb)))
     code = {**ATTACKS, **COSTLY}[attack]
     for name, value in fill.items():
         code = code.replace("{" + name + "}", str(value))

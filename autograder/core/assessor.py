@@ -45,7 +45,7 @@ from typing import Any
 import nbformat
 
 from autograder.core import environment
-from autograder.core.channel import read_channel
+from autograder.core.channel import Channel, read_channel
 from autograder.core.code_highlighting import course_languages
 from autograder.core.file_tree import tree_digest
 from autograder.core.grading_job import job_cells
@@ -274,8 +274,9 @@ class Assessor:
                 references.join()
             result.timings["sandbox"] = ran.seconds
             judged = time.perf_counter()
+            channel = read_channel(ran.channel, plan)  # bounded, untrusted: outside the lock
             with _JUDGE_LOCK:
-                self._judge(result, nb, plan, ran)
+                self._judge(result, nb, plan, ran, channel)
             result.timings["judge"] = time.perf_counter() - judged
             result.notes += keep_submitted_outputs(nb)
             result.notes += safe_markdown(nb, self.release)
@@ -293,9 +294,11 @@ class Assessor:
         with _JUDGE_LOCK:
             prepare_references(plan)
 
-    def _judge(self, result: GradeResult, nb: Any, plan: dict[str, Any], ran: Any) -> None:
-        """Score every part from the channel; set the status from how the run ended."""
-        channel = read_channel(ran.channel, plan)
+    def _judge(
+        self, result: GradeResult, nb: Any, plan: dict[str, Any], ran: Any, channel: Channel
+    ) -> None:
+        """Score every part from the ``channel`` (what the run sent, validated); set the
+        status from how the run ended."""
         result.isolation = ran.isolation
         score_parts(result, channel, self.points, plan)
         for part, seconds in channel.probe_seconds.items():

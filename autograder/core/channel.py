@@ -4,7 +4,10 @@ The sandbox only writes (``grading_runtime``: :func:`autograder.sandboxed.gradin
 and the runner's event lines); this module, in the grader's process, reads. Every line is
 untrusted:
 
-* :func:`read_channel` validates the lines of one run against the plan: a line that is not one
+* :func:`read_channel` validates the lines of one run against the plan, each bounded before it
+  is parsed (at most :data:`MAX_LINE` bytes, and no more lists, dicts and items than the one
+  record it may carry may hold: :func:`~autograder.core.record_decoding.check_json_size`), in
+  the grading's own thread, before the judging lock is taken: a line that is not one
   of the runner's messages, a record the plan does not ask for, a second record for one step, or
   a record outside the schema is *malformed*: it earns nothing and is listed;
 * :func:`load_record` decodes one record strictly (:func:`autograder.core.record_decoding.loads`:
@@ -19,11 +22,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder.core.record_decoding import RecordError, loads
+from autograder.core.record_decoding import (
+    MAX_CONTAINERS,
+    MAX_ITEMS,
+    RecordError,
+    check_json_size,
+    loads,
+)
 
 __all__ = ["MAX_LINE", "Channel", "RecordError", "load_record", "read_channel", "validate_record"]
 
 MAX_LINE = 64 * 1024**2  #: a channel line longer than this is malformed
+MAX_FIELDS = 16  #: fields of one message (the runner's have at most four)
 _ENVELOPE = {"ok", "observation", "seconds", "error", "timed_out", "missing", "tampered"}
 
 
@@ -88,6 +98,8 @@ def read_channel(lines: Sequence[bytes], plan: dict[str, Any]) -> Channel:
         try:
             if len(line) > MAX_LINE:
                 raise ValueError("line too long")
+            # a message holds one record (as text), whose own bounds apply to the whole line
+            check_json_size(line, MAX_CONTAINERS + 1, MAX_ITEMS + MAX_FIELDS)
             message = json.loads(line)
             if not isinstance(message, dict):
                 raise ValueError("not an object")

@@ -38,7 +38,7 @@ from autograder.sandboxed.grading_runtime.record import (
     MAX_STRING,
 )
 
-__all__ = ["RecordError", "loads"]
+__all__ = ["RecordError", "check_json_size", "loads"]
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 MAX_CONTAINERS = 20_000
@@ -119,6 +119,19 @@ def _decode(value: Any, depth: int = 0) -> Any:
     raise RecordError(f"unexpected value of type {type(value).__name__}")
 
 
+def check_json_size(text: str | bytes, containers: int = MAX_CONTAINERS, items: int = MAX_ITEMS) -> None:
+    """Refuse, with :class:`RecordError`, JSON text from which ``json.loads`` could build more
+    than ``containers`` lists and dicts or ``items`` items, before it builds anything: every
+    list or dict costs memory. Brackets and commas inside strings count too, which only makes
+    the bound stricter; a count is linear, and far cheaper than parsing."""
+    brackets = "[{" if isinstance(text, str) else (b"[", b"{")
+    comma = "," if isinstance(text, str) else b","
+    if text.count(brackets[0]) + text.count(brackets[1]) > containers:
+        raise RecordError(f"JSON with more than {containers} lists and dicts")
+    if text.count(comma) > items:
+        raise RecordError(f"JSON with more than {items} items")
+
+
 def loads(text: str | bytes) -> Any:
     """Decode :func:`~autograder.sandboxed.grading_runtime.record.dumps` output; raises
     :class:`RecordError` for anything else."""
@@ -131,12 +144,7 @@ def loads(text: str | bytes) -> Any:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError:
             raise RecordError("record is not UTF-8 text") from None
-    # Bound what json.loads may build before it builds it: every list or dict costs memory
-    # (brackets inside strings count too, which only makes the bound stricter).
-    if text.count("[") + text.count("{") > MAX_CONTAINERS:
-        raise RecordError(f"record with more than {MAX_CONTAINERS} lists and dicts")
-    if text.count(",") > MAX_ITEMS:
-        raise RecordError(f"record with more than {MAX_ITEMS} items")
+    check_json_size(text)
     try:
         raw = json.loads(
             text,

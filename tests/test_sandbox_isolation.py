@@ -12,6 +12,7 @@ import shutil
 import sys
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -331,6 +332,26 @@ def test_read_channel_keeps_planned_records_and_flags_everything_else() -> None:
     assert channel.probe_seconds == {"policy": 1.5} and channel.ended
 
 
+def test_a_channel_line_is_bounded_before_it_is_parsed() -> None:
+    """Nested lists where a record's text belongs (what student code that reached the executor's
+    reply pipe through the call stack made the runner forward), and a message of a million
+    fields: each is refused before ``json`` builds it, whatever its length."""
+    plan = make_plan(seed=1)
+    key = plan["parts"]["policy"][0]["key"]
+    nested = b'{"part": "policy", "key": "%s", "record": [%s[]]}' % (key.encode(), b"[]," * 3_000_000)
+    fields = b"{" + b"".join(b'"f%d": 0, ' % n for n in range(1_000_000)) + b'"event": "end"}'
+    tracemalloc.start()
+    try:
+        channel = read_channel([nested, nested, fields], plan)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert channel.records["policy"] == {} and not channel.ended
+    assert len(channel.malformed) == 3, channel.malformed
+    assert "lists and dicts" in channel.malformed[0] and "items" in channel.malformed[2]
+    assert peak < 16 * 1024**2, peak  # parsed, the nested line alone builds ~200 MB of lists
+
+
 def test_grading_refuses_without_bubblewrap_unless_asked(tmp_path: Path) -> None:
     """Where bwrap cannot start, is grading refused with the fix, instead of run unisolated?"""
     import subprocess
@@ -392,3 +413,53 @@ def test_a_non_editable_install_does_not_show_the_reference(tmp_path: Path) -> N
     report = json.loads(done.stdout)
     assert report["sandboxed"] is True and report["status"] == "graded", report
     assert report["total"] == 0.0, report
+
+
+# What one container-mode run makes with System V IPC (key 0x0a2c0032: shared memory of 64 KiB,
+# a message queue and a semaphore set, mode 0666), and what the next run finds of it.
+_IPC_KEY = 0x0A2C0032
+_MAKE_IPC = f"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+segment = libc.shmget({_IPC_KEY}, 65536, 0o1666)  # IPC_CREAT | 0666
+address = libc.shmat(segment, None, 0)
+ctypes.memmove(address, b"left-by-one-run", 15)
+queue, sems = libc.msgget({_IPC_KEY}, 0o1666), libc.semget({_IPC_KEY}, 1, 0o1666)
+posix = libc.mq_open(b"/a2c-left", os.O_CREAT | os.O_RDWR, 0o666, None)
+why = os.strerror(ctypes.get_errno()) if posix < 0 else "made"
+print("MADE", segment >= 0, queue >= 0, sems >= 0, "MQ", why)
+"""
+_FIND_IPC = f"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+found = [libc.shmget({_IPC_KEY}, 0, 0), libc.msgget({_IPC_KEY}, 0), libc.semget({_IPC_KEY}, 0, 0)]
+print("FOUND", [ident >= 0 for ident in found])
+"""
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="container mode runs the job as another user: root")
+def test_container_mode_leaves_no_ipc_to_the_next_run(monkeypatch) -> None:
+    """A run in container mode (no IPC namespace) makes a shared memory segment, a message
+    queue and a semaphore set any user may open: all are gone before the next run, under
+    another user id, looks for them; a POSIX message queue cannot be made at all."""
+    from autograder.core import container_isolation
+    from autograder.core.ipc_cleanup import ipc_objects_of
+    from autograder.core.sandbox import CHANNEL_VARIABLE
+
+    # The job runs the system's Python (this venv's may be in a private home), and this
+    # checkout is readable by every user: not what this test is about.
+    monkeypatch.setattr(container_isolation, "check_closed", lambda: None)
+    monkeypatch.setattr(container_isolation, "check_environment", lambda: (Path("/usr"),))
+
+    def run(code: str):
+        return container_isolation.run_in_container(
+            ["/usr/bin/python3", "-c", code], {}, ENV, b"", 60, SMALL, CHANNEL_VARIABLE
+        )
+
+    made = run(_MAKE_IPC)
+    assert "MADE True True True MQ" in made.output and "MQ made" not in made.output, made.output
+    assert ipc_objects_of(made.uid) == []
+    found = run(_FIND_IPC)
+    assert found.uid != made.uid and "FOUND [False, False, False]" in found.output, found.output

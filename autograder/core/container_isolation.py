@@ -10,7 +10,9 @@ resource limits can give, with no namespace and no mount:
   :class:`autograder.core.sandbox._UidLease`), with no supplementary group, ``no_new_privs`` set (no
   set-uid program gives root back) and a cleared environment. When the run ends every process
   of that user is killed (``kill(-1)`` from a process of that user), and what it left in
-  ``/tmp``, ``/var/tmp`` and ``/dev/shm`` is removed.
+  ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (POSIX shared memory and semaphores) is removed, with
+  its System V shared memory, message queues and semaphores
+  (:mod:`autograder.core.ipc_cleanup`); it may make no POSIX message queue.
 * **The grader's files closed.** The reference (package ``solutions``, which holds the source
   notebook), the judges (package ``autograder``), the grader's work folder and the folders the
   front end names (the platform's results folder, its copy of the course) lose every permission
@@ -58,6 +60,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from autograder.core import landlock
+from autograder.core.ipc_cleanup import remove_ipc_of
 from autograder.core.sandbox import (
     SYSTEM_DIRS,
     SandboxLimits,
@@ -248,6 +251,7 @@ def _prepare_child(
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
     resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES))
     resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes,) * 2)
+    resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue
     _no_new_privileges()
     if fence is not None:
         landlock.restrict(fence["read"], fence["write"], fence["abi"])
@@ -360,6 +364,7 @@ def run_in_container(
         cgroup.remove()
         shutil.rmtree(staging, ignore_errors=True)
         _remove_left_files(lease.uid)
+        remove_ipc_of(lease.uid)
         lease.release()
     if cgroup.active:
         memory = f"a cgroup of {limits.memory_bytes / 1024**3:g} GiB and {limits.processes} tasks"

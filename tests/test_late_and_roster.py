@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.core.collect import Submission
+from autograder.core.collect import Submission, collect
 from autograder.core.results import GradeResult, PartScore
 from autograder.nbgrader.class_reports import CoursePoints, write_outputs
 from autograder.nbgrader.roster import NOT_ON_ROSTER, read_roster
@@ -39,8 +39,8 @@ def test_the_exchange_timestamp_wins_then_the_zip_member_then_the_file(tmp_path:
     on_time = DEADLINE - timedelta(hours=1)
     exchange = _notebook(tmp_path / "submitted/erin/a2c/a2c.ipynb", DEADLINE + timedelta(days=3))
     (exchange.parent / "timestamp.txt").write_text("2026-03-01 23:30:00.000000 UTC")
-    found = submission_time(exchange)
-    assert found.source == "nbgrader timestamp" and found.iso() == "2026-03-01T23:30:00+00:00"
+    found = submission_time(exchange, exchange=exchange.parent)
+    assert found.source == "nbgrader exchange" and found.iso() == "2026-03-01T23:30:00+00:00"
     assert minutes_late(found.when, DEADLINE) == 31  # 22:58:00 UTC was the deadline
 
     archive = tmp_path / "batch.zip"
@@ -105,6 +105,38 @@ def test_grades_csv_and_summary_show_minutes_late_and_flag_strangers(tmp_path: P
     assert NOT_ON_ROSTER in rows["zed"]["notes"] and rows["zed"]["total"] == "2"
     assert NOT_ON_ROSTER not in rows["bob"]["notes"]
     assert "late: 1 submission(s) after the deadline: carol (31 min)" in written.summary
+
+
+def test_a_timestamp_the_student_wrote_never_counts(tmp_path: Path) -> None:
+    """A year late, with a ``timestamp.txt`` of the student's own beside the notebook: in a
+    per-student upload, and in the student's sub-folder of an nbgrader exchange tree (with a
+    newer copy of the notebook there, which is graded). Only the exchange's own file counts,
+    and the row says where each time came from."""
+    year_late = DEADLINE + timedelta(days=365)
+    planted = "2026-03-01 12:00:00.000000 UTC"  # on time, says the student
+    upload = tmp_path / "uploads"
+    _notebook(upload / "mallory" / "a2c.ipynb", year_late)
+    (upload / "mallory" / "timestamp.txt").write_text(planted)
+    exchange = tmp_path / "course" / "submitted" / "trudy" / "a2c"
+    _notebook(exchange / "a2c.ipynb", year_late - timedelta(days=1))
+    (exchange / "timestamp.txt").write_text("2027-03-01 23:00:00.000000 UTC")  # the exchange's
+    _notebook(exchange / "mine" / "a2c.ipynb", year_late)  # newer: the one graded
+    (exchange / "mine" / "timestamp.txt").write_text(planted)
+    subs, _ = collect([upload, tmp_path / "course"], tmp_path)
+    assert {sub.student: sub.exchange for sub in subs} == {"mallory": None, "trudy": exchange}
+    results = [
+        GradeResult(sub.student, parts={"add": PartScore(2.0, 2.0, "")}, source=str(sub.path))
+        for sub in subs
+    ]
+    write_outputs(tmp_path / "out", results, POINTS, subs, histogram=False, deadline=DEADLINE)
+    with (tmp_path / "out" / "grades.csv").open() as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    mallory, trudy = rows["mallory"], rows["trudy"]
+    assert mallory["submitted_from"] == "file time" and int(mallory["minutes_late"]) > 500_000
+    assert mallory["submitted_at"] == year_late.astimezone(timezone.utc).isoformat()
+    assert trudy["submitted_from"] == "nbgrader exchange", trudy
+    assert trudy["submitted_at"] == "2027-03-01T23:00:00+00:00"
+    assert int(trudy["minutes_late"]) > 500_000
 
 
 def _write_roster(folder: Path) -> Path:

@@ -49,7 +49,7 @@ from pathlib import Path
 from autograder.core.submission_file import MAX_NOTEBOOK_BYTES
 from solutions.build_notebooks import ASSIGNMENT
 
-__all__ = ["Problem", "Submission", "collect", "student_id"]
+__all__ = ["Problem", "Submission", "collect", "exchange_folder", "student_id"]
 
 _SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", "autograded", "feedback", "release", "source"}
 _GENERIC = {ASSIGNMENT, "notebook", "untitled", "submission", "assignment", ""}
@@ -74,6 +74,8 @@ class Submission:
     #: where the instructor finds it: the path, or ``archive.zip:member`` for a zip member
     #: (``path`` is then in a temporary folder that is gone after grading)
     origin: str = ""
+    #: the folder nbgrader's exchange made for it (:func:`exchange_folder`), in an nbgrader tree
+    exchange: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -122,23 +124,42 @@ def student_id(
     is used when the file name is generic (``a2c.ipynb``). Returns ``""`` when no name can be
     found (the caller reports it).
     """
+    return _layout(path, root, fallback, base)[0]
+
+
+def exchange_folder(path: Path, root: Path | None = None, base: Path | None = None) -> Path | None:
+    """The folder nbgrader's exchange made for the submission ``path`` is in
+    (``submitted/<student>/<assignment>``, which holds the exchange's ``timestamp.txt``), when
+    the layout (as :func:`student_id` reads it) is an nbgrader tree; ``None`` otherwise. A
+    folder of the student's own upload is never it, whatever it is called."""
+    return _layout(path, root, "", base)[1]
+
+
+def _layout(
+    path: Path, root: Path | None, fallback: str, base: Path | None
+) -> tuple[str, Path | None]:
+    """:func:`student_id` and :func:`exchange_folder` of ``path``."""
     if root is None or not path.is_relative_to(root):
         parts = path.parts  # a file given by itself: only nbgrader's exact position counts
         if len(parts) >= 4 and parts[-4] == "submitted":
-            return _folder_student(parts[-3])
-        return _clean(path.stem) or _clean(fallback)
+            return _folder_student(parts[-3]), path.parent
+        return _clean(path.stem) or _clean(fallback), None
     above = root.relative_to(base).parts if base is not None else root.parts[-3:]
     below = path.parent.relative_to(root).parts
+    chain, index = above + below, -1
     if "submitted" in above:  # the root is (inside) nbgrader's submitted/<student>/<assignment>
         index = len(above) - 1 - above[::-1].index("submitted")
-        chain = above + below
-        if index + 1 < len(chain):
-            return _folder_student(chain[index + 1])
     elif below[:1] == ("submitted",):  # the root holds nbgrader's submitted/
-        return _folder_student(below[1]) if len(below) > 1 else ""
+        index = len(above)
+    if 0 <= index and index + 1 < len(chain):
+        # submitted/<student>/<assignment>: the folder path.parent is in, that many levels up
+        exchange = path.parents[len(chain) - index - 3] if index + 3 <= len(chain) else None
+        return _folder_student(chain[index + 1]), exchange
+    if index >= len(above):  # the root holds submitted/ and the notebook is right in it
+        return "", None
     if below:  # the first folder below the root: the per-student folder
-        return _folder_student(below[0])
-    return _clean(path.stem) or _clean(fallback)
+        return _folder_student(below[0]), None
+    return _clean(path.stem) or _clean(fallback), None
 
 
 def _is_link_member(member: zipfile.ZipInfo) -> bool:
@@ -301,7 +322,7 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
     by_student: dict[str, Submission] = {}
     for path, root, fallback in found:
         base = archives[root][0] if root in archives else None
-        student = student_id(path, root, fallback, base)
+        student, exchange = _layout(path, root, fallback, base)
         origin = str(path)
         if root in archives:
             unpacked, archive = archives[root]
@@ -316,7 +337,9 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
                 )
             )
             continue
-        submission = Submission(student, path, path.stat().st_mtime, origin)
+        if root in archives:  # an archive's exchange folders hold no timestamp.txt here
+            exchange = None
+        submission = Submission(student, path, path.stat().st_mtime, origin, exchange)
         kept = by_student.get(student)
         if kept is None:
             by_student[student] = submission

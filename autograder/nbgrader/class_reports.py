@@ -9,9 +9,9 @@ graded, every report says ``not graded yet``, never 0.
 ``<out>/`` holds
 
 * ``grades.csv``: one row per student, ``student, status, total, max_total, <part>...,
-  discussion, submitted_at, minutes_late, raw_total, late_penalty, sandboxed, notes, file,
-  received, graded_at`` (``submitted_at`` and ``minutes_late``:
-  :mod:`autograder.nbgrader.submission_times`; ``total`` is ``raw_total`` less ``late_penalty``,
+  discussion, submitted_at, submitted_from, minutes_late, raw_total, late_penalty, sandboxed,
+  notes, file, received, graded_at`` (``submitted_at``, where that time came from and
+  ``minutes_late``: :mod:`autograder.nbgrader.submission_times`; ``total`` is ``raw_total`` less ``late_penalty``,
   :mod:`autograder.nbgrader.late_penalty`; ``notes`` names every cell that raised, every part that did
   not finish, a student not on the roster). A later run into the same folder **merges by
   student**: a student graded again gets the new row, every other row stays, and
@@ -82,7 +82,8 @@ __all__ = [
 
 NOT_GRADED_YET = "not graded yet"
 HEAD = ["student", "status", "total", "max_total"]
-TAIL = ["submitted_at", "minutes_late", "raw_total", "late_penalty", "sandboxed", "notes"]
+TAIL = ["submitted_at", "submitted_from", "minutes_late", "raw_total", "late_penalty"]
+TAIL += ["sandboxed", "notes"]
 TAIL += ["file", "received", "graded_at"]
 
 
@@ -457,7 +458,7 @@ def write_outputs(
             received.setdefault(str(path), str(kept.relative_to(out)))
     origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}
     times = {
-        str(sub.path): submission_time(sub.path, sub.origin, deadline, sub.mtime)
+        str(sub.path): submission_time(sub.path, sub.origin, deadline, sub.mtime, sub.exchange)
         for sub in submissions
     }
     new_rows = []
@@ -467,10 +468,8 @@ def write_outputs(
         extra = notes.get(result.student, [])
         stamp = times.get(result.source)
         if stamp is not None:
-            row["submitted_at"] = stamp.iso()
+            row["submitted_at"], row["submitted_from"] = stamp.iso(), stamp.source
             row["minutes_late"] = str(minutes_late(stamp.when, deadline)) if deadline else ""
-            if stamp.source == "file time":
-                extra = [*extra, "submission time from the file's modification time"]
         if roster is not None and result.student and result.student not in roster:
             extra = [*extra, NOT_ON_ROSTER]
         row["notes"] = "; ".join(filter(None, [row["notes"], *extra]))

@@ -1,13 +1,19 @@
 """When each submission was handed in, the assignment's deadline, and how late it was.
 
-**The submission time** of a notebook is, first found wins:
+**The submission time** of a notebook is, first found wins, and only from what the platform or
+the exchange wrote, never from a file the student made:
 
-1. the ``timestamp.txt`` nbgrader's exchange writes beside a collected notebook
-   (``submitted/<student>/a2c/timestamp.txt``): the time the student pressed *Submit*;
+1. the ``timestamp.txt`` nbgrader's exchange writes into the folder it makes for each
+   submission (``submitted/<student>/a2c/timestamp.txt``, as the layout of
+   :mod:`autograder.core.collect` finds it: :attr:`~autograder.core.collect.Submission.exchange`):
+   the time the student pressed *Submit*. A ``timestamp.txt`` anywhere else (beside a notebook
+   in a per-student upload, in a sub-folder of the student's own assignment folder, which
+   nbgrader copies whole) is the student's, and never read;
 2. the time an LMS archive records for the notebook's member (a zip stores local time without
    a time zone: it is read in the deadline's time zone, else as UTC);
-3. the file's modification time on this machine (a download or a copy can change it: the
-   grades CSV says which source each time came from).
+3. the file's modification time on this machine (a download or a copy can change it).
+
+The grades CSV's ``submitted_from`` column says which source each time came from.
 
 **The deadline** is per assignment and lives in the course: ``grade-all --deadline
 2026-03-01T23:59+01:00 --course DIR`` stores it as the gradebook's due date of ``a2c``
@@ -31,6 +37,9 @@ from pathlib import Path
 from autograder.nbgrader.gradebook_session import gradebook_session
 
 __all__ = [
+    "EXCHANGE",
+    "FILE_TIME",
+    "ZIP_MEMBER",
     "SubmissionTime",
     "course_deadline",
     "minutes_late",
@@ -41,6 +50,8 @@ __all__ = [
 
 #: The most bytes read from a ``timestamp.txt`` (nbgrader writes about 30).
 _TIMESTAMP_BYTES = 200
+#: Where a submission's time came from (the grades CSV's ``submitted_from``).
+EXCHANGE, ZIP_MEMBER, FILE_TIME = "nbgrader exchange", "zip member time", "file time"
 
 
 @dataclass(frozen=True)
@@ -48,7 +59,7 @@ class SubmissionTime:
     """A submission's time (aware, UTC) and where it was read from."""
 
     when: datetime
-    source: str  #: "nbgrader timestamp", "zip member time" or "file time"
+    source: str  #: :data:`EXCHANGE`, :data:`ZIP_MEMBER` or :data:`FILE_TIME`
 
     def iso(self) -> str:
         return self.when.astimezone(timezone.utc).replace(microsecond=0).isoformat()
@@ -106,24 +117,30 @@ def _zip_member_time(origin: str, zone: timezone | None) -> datetime | None:
 
 
 def submission_time(
-    path: Path, origin: str = "", deadline: datetime | None = None, mtime: float | None = None
+    path: Path,
+    origin: str = "",
+    deadline: datetime | None = None,
+    mtime: float | None = None,
+    exchange: Path | None = None,
 ) -> SubmissionTime:
     """The time the notebook at ``path`` was handed in (rules in the module docstring).
 
     ``origin`` is how :mod:`autograder.core.collect` names a file found in an archive
     (``<archive>.zip:<member>``); ``deadline`` gives a zip's local times their time zone;
-    ``mtime`` is the file's modification time as collected (read from ``path`` otherwise).
+    ``mtime`` is the file's modification time as collected (read from ``path`` otherwise);
+    ``exchange`` the folder nbgrader's exchange made for the submission, the only one whose
+    ``timestamp.txt`` is read.
     """
     path = Path(path)
-    found = _nbgrader_timestamp(path.parent)
+    found = _nbgrader_timestamp(Path(exchange)) if exchange is not None else None
     if found is not None:
-        return SubmissionTime(found, "nbgrader timestamp")
+        return SubmissionTime(found, EXCHANGE)
     zone = deadline.tzinfo if deadline is not None else None
     found = _zip_member_time(origin, zone) if origin else None  # type: ignore[arg-type]
     if found is not None:
-        return SubmissionTime(found, "zip member time")
+        return SubmissionTime(found, ZIP_MEMBER)
     when = path.stat().st_mtime if mtime is None else mtime
-    return SubmissionTime(datetime.fromtimestamp(when, tz=timezone.utc), "file time")
+    return SubmissionTime(datetime.fromtimestamp(when, tz=timezone.utc), FILE_TIME)
 
 
 def minutes_late(when: datetime, deadline: datetime | None) -> int:

@@ -14,7 +14,8 @@ What runs where:
   notebook's bytes sent with the task (no nbgrader runs there), after checking that its
   instructor package (``autograder``, ``solutions``, ``course_lib``) has the very files of the
   instructor's; it refuses (:class:`WorkerRefused`) where the sandbox cannot start, unless
-  ``--no-sandbox`` was given.
+  ``--no-sandbox`` was given, and in container mode where nothing fences the notebook off the
+  network (:func:`check_worker_isolation`).
 * the **instructor's machine** reads each file (:func:`~autograder.core.submission_file.read_bytes`),
   sends its bytes, gets :meth:`~autograder.core.assessor.Assessment.to_plain` back (JSON-able data,
   never a pickled student object) and hands it to the front end's ``record`` (for ``grade-all``:
@@ -73,6 +74,7 @@ __all__ = [
     "ClusterError",
     "WorkerRefused",
     "assess_task",
+    "check_worker_isolation",
     "connect",
     "grade_on_cluster",
     "package_files",
@@ -112,17 +114,26 @@ def _distributed() -> Any:
     return distributed
 
 
-def connect(address: str, timeout: float = CONNECT_SECONDS) -> Any:
-    """A ``distributed.Client`` of the scheduler at ``address``; :class:`ClusterError` if none
-    answers within ``timeout`` seconds."""
+def connect(address: str, timeout: float = CONNECT_SECONDS, security: Any = None) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address`` (with ``security``, a
+    ``distributed.security.Security``, for a ``tls://`` one:
+    :mod:`autograder.core.cluster_security`); :class:`ClusterError` if none answers within
+    ``timeout`` seconds."""
     distributed = _distributed()
     try:
-        return distributed.Client(address, timeout=timeout, set_as_default=False)
+        return distributed.Client(
+            address, timeout=timeout, set_as_default=False, security=security
+        )
     except (OSError, TimeoutError) as error:
+        tls = (
+            " and that it was started with the same certificates (--tls-cert, --tls-key)"
+            if security is not None
+            else ""
+        )
         raise ClusterError(
             f"cannot reach the Dask scheduler at {address} within {timeout:g} s "
             f"({type(error).__name__}: {str(error)[:200]}): check that `dask scheduler` runs "
-            "there and that this machine can reach its host and port (firewall, VPN, SSH "
+            f"there{tls}, and that this machine can reach its host and port (firewall, VPN, SSH "
             f"tunnel); leave out --scheduler and {SCHEDULER_VARIABLE} to grade on this machine"
         ) from None
 
@@ -156,6 +167,8 @@ def _build_assessor(settings: dict[str, Any], where: str) -> Assessor:
             f"file(s) ({', '.join(changed[:5])}): install the same version of the course kit on "
             "every worker (pip install -e '.[cluster]' from the same commit) and restart them"
         )
+    if settings["isolate"]:
+        check_worker_isolation(where)
     folder = Path(tempfile.mkdtemp(prefix="a2c-worker-"))
     atexit.register(shutil.rmtree, folder, True)
     try:
@@ -173,6 +186,27 @@ def _build_assessor(settings: dict[str, Any], where: str) -> Assessor:
         raise WorkerRefused(
             f"{where} could not set up grading: {type(error).__name__}: {str(error)[:500]}"
         ) from None
+
+
+def check_worker_isolation(where: str) -> None:
+    """Raise :class:`WorkerRefused` where this worker would grade in container mode without a
+    network fence (:func:`~autograder.core.container_isolation.network_fence`): the student's
+    code would reach the scheduler, and through it every worker's grading."""
+    from autograder.core.container_isolation import network_fence
+    from autograder.core.isolation import CONTAINER, require_isolation
+
+    try:
+        mode = require_isolation()
+    except SandboxUnavailable as error:
+        raise WorkerRefused(f"{where} cannot start the sandbox: {error}") from None
+    if mode == CONTAINER and not network_fence():
+        raise WorkerRefused(
+            f"{where} would grade in container mode (bubblewrap cannot start there) with nothing "
+            "to keep the notebook off the network (no Landlock TCP rule: Linux 6.7 or later; no "
+            "network namespace): its code could reach the scheduler and change every worker's "
+            "grading. Give the worker bubblewrap (user namespaces), or a kernel with Landlock "
+            "ABI 4, or run it where root may make a network namespace"
+        )
 
 
 def _worker_assessor(settings: dict[str, Any], where: str) -> Assessor:

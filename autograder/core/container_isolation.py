@@ -34,11 +34,16 @@ resource limits can give, with no namespace and no mount:
 * **Nothing by path.** As with bubblewrap, the job comes on a pipe and the records go out on
   one; the grader opens no file the job could have written.
 
+* **The network**, where something can fence it (:func:`network_fence`): Landlock ABI 4 (no
+  TCP), else a network namespace of its own where the container lets root make one (only a
+  loopback, down). Without either the job has the network the platform gives the container
+  (Gradescope's has one, PrairieLearn's external graders have none by default), and a Dask
+  worker refuses container mode (:mod:`autograder.core.cluster`): its job could reach the
+  scheduler.
+
 What it does not give, and bubblewrap does: a PID namespace (the job sees the grader's
 processes, though it cannot signal them), a private view of the file system (without Landlock
-it reads what any user of the image may read) and, without Landlock ABI 4, a network namespace
-(the job then has the network the platform gives the container: Gradescope's has one,
-PrairieLearn's external graders have none by default); and where the kernel refuses nested
+it reads what any user of the image may read); and where the kernel refuses nested
 namespaces, the student's code runs as the same user as the runner that supervises it. Hence:
 one submission per container, which is how both platforms run.
 """
@@ -83,6 +88,7 @@ __all__ = [
     "check_environment",
     "close_grader_files",
     "container_works",
+    "network_fence",
     "run_in_container",
     "unavailable_message",
 ]
@@ -123,6 +129,38 @@ def container_works() -> bool:
             os._exit(1)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
+
+
+_CLONE_NEWNET = 0x40000000
+NETWORK_LANDLOCK, NETWORK_NAMESPACE = "landlock", "network namespace"
+
+
+def _own_network_namespace() -> None:
+    """Move this process into a new network namespace (root only): no interface but a loopback
+    that is down."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET)")
+
+
+@functools.lru_cache(maxsize=1)
+def network_fence() -> str:
+    """What keeps a container-mode job off the network here: :data:`NETWORK_LANDLOCK` (ABI 4:
+    no TCP), else :data:`NETWORK_NAMESPACE` (root may make one), else ``""`` (nothing: the job
+    has the container's network)."""
+    if landlock.abi_version() >= 4:
+        return NETWORK_LANDLOCK
+    if sys.platform != "linux" or os.getuid() != 0:
+        return ""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child only tries
+        try:
+            _own_network_namespace()
+            os._exit(0)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return NETWORK_NAMESPACE if os.waitstatus_to_exitcode(status) == 0 else ""
 
 
 def _no_new_privileges() -> None:
@@ -235,11 +273,19 @@ def check_environment() -> tuple[Path, ...]:
 
 # ------------------------------------------------------------------------ the run
 def _prepare_child(
-    uid: int, limits: SandboxLimits, cgroup: _Cgroup, cpu_seconds: int, fence: dict | None
+    uid: int,
+    limits: SandboxLimits,
+    cgroup: _Cgroup,
+    cpu_seconds: int,
+    fence: dict | None,
+    network: str,
 ) -> None:
-    """In the child, as root, before exec: cgroup, limits, out-of-memory first, Landlock's
-    fence where the kernel has it, then the user."""
+    """In the child, as root, before exec: cgroup, its own network namespace where that is the
+    network's fence, limits, out-of-memory first, Landlock's fence where the kernel has it,
+    then the user."""
     cgroup.join()
+    if network == NETWORK_NAMESPACE:
+        _own_network_namespace()
     try:
         with open("/proc/self/oom_score_adj", "w") as adj:
             adj.write("1000")
@@ -357,7 +403,10 @@ def run_in_container(
             _kill_user(lease.uid)  # the whole user: a process that left the group goes too
 
         popen = {"args": command, "cwd": str(work), "env": environment}
-        popen["preexec_fn"] = lambda: _prepare_child(lease.uid, limits, cgroup, cpu_seconds, fence)
+        network = network_fence()
+        popen["preexec_fn"] = lambda: _prepare_child(
+            lease.uid, limits, cgroup, cpu_seconds, fence, network
+        )
         ended = _supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop)
     finally:
         pipes.close()
@@ -373,7 +422,10 @@ def run_in_container(
             f"{limits.address_space_bytes / 1024**3:g} GiB of address space per process and "
             f"{limits.processes} processes (no cgroup could be made)"
         )
-    network = "" if abi >= 4 else "; it had the network the platform gives the container"
+    network = {
+        NETWORK_LANDLOCK: "",
+        NETWORK_NAMESPACE: "; no network (a network namespace of its own)",
+    }.get(network, "; it had the network the platform gives the container")
     note = (
         "container isolation (bubblewrap cannot start here): the notebook ran as an "
         f"unprivileged user of its own with {memory}; {landlock.describe(abi)}{network}"

@@ -5,9 +5,11 @@ Commands::
     python -m autograder grade PATH.ipynb [--json] [--timeout S] [--student ID] [--source NB]
     python -m autograder grade-all DIR_OR_ZIP ... [--out DIR] [--jobs N] [--timeout S]
                                    [--no-feedback] [--no-histogram] [--source NB]
-                                   [--course DIR [--allow-git]] [--scheduler tcp://HOST:PORT]
+                                   [--course DIR [--allow-git]] [--scheduler tls://HOST:PORT
+                                   --certificates DIR] [--insecure-cluster]
                                    [--deadline ISO-TIME] [--late-penalty RULE] [--roster CSV]
     python -m autograder export --course DIR [--out DIR] [--no-feedback]
+    python -m autograder cluster-certificates DIR
     python -m autograder gradescope [--out autograder.zip]
     python -m autograder prairielearn --out DIR [--image NAME]
 
@@ -28,7 +30,10 @@ per part with the totals of ``grades.csv`` (full marks 15, part 8 *not graded ye
 submitted) into ``--out`` (default ``grading-output``), prints what changed in ``grades.csv``
 and the class's summary (:mod:`autograder.nbgrader.class_reports`). With ``--scheduler`` (or
 ``A2C_DASK_SCHEDULER``) the submissions are graded on that Dask cluster and recorded here
-(:mod:`autograder.core.cluster`; ``pip install -e '.[cluster]'``).
+(:mod:`autograder.core.cluster`; ``pip install -e '.[cluster]'``), which speaks TLS with the
+certificate ``cluster-certificates`` makes (``--certificates``, or ``A2C_DASK_CERTIFICATES``); a
+plain ``tcp://`` scheduler is refused unless it is on this machine's loopback or
+``--insecure-cluster`` is given (:mod:`autograder.core.cluster_security`).
 
 ``gradescope`` writes the autograder zip to upload to Gradescope (:mod:`autograder.gradescope`);
 ``prairielearn`` writes an externally graded question, its grader and its image recipe
@@ -50,6 +55,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from autograder.core.assessor import CELL_TIMEOUT
 from autograder.core.report import printable
@@ -151,8 +157,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--scheduler",
         default=None,
         metavar="ADDRESS",
-        help="grade on this Dask distributed cluster (e.g. tcp://10.0.0.5:8786; default: "
-        "$A2C_DASK_SCHEDULER, else this machine); needs pip install -e '.[cluster]'",
+        help="grade on this Dask distributed cluster, secured with TLS (tls://10.0.0.5:8786, "
+        "with --certificates; plain tcp:// only on 127.0.0.1; default: $A2C_DASK_SCHEDULER, "
+        "else this machine); needs pip install -e '.[cluster]'",
+    )
+    many.add_argument(
+        "--certificates",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the cluster's TLS certificates, made by `python -m autograder "
+        "cluster-certificates DIR` (default: $A2C_DASK_CERTIFICATES)",
+    )
+    many.add_argument(
+        "--insecure-cluster",
+        action="store_true",
+        help="allow a plain tcp:// scheduler on another machine: anyone who reaches it can read "
+        "the hidden tests and change the grades (a network only you can reach)",
     )
     common(many)
 
@@ -164,6 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     final.add_argument("--out", type=Path, default=Path("grading-output"), help="output folder")
     final.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
 
+    certificates = commands.add_parser(
+        "cluster-certificates",
+        help="make the TLS certificate that secures a grading cluster (docs/cluster.md)",
+    )
+    certificates.add_argument(
+        "folder", type=Path, help="a new folder for cert.pem and key.pem (closed to others)"
+    )
     gradescope = commands.add_parser("gradescope", help="the autograder zip for Gradescope")
     gradescope.add_argument(
         "--out", type=Path, default=Path("autograder.zip"), help="the zip (default: %(default)s)"
@@ -200,6 +228,22 @@ def _platform(args: argparse.Namespace) -> int:
         f"{args.out}: {len(names)} files; copy it to the course's serverFilesCourse/a2c_grader, "
         f"{args.out / 'question'} to questions/a2c, and build {args.out / 'image'} as "
         f"{args.image}"
+    )
+    return 0
+
+
+def _cluster_certificates(args: argparse.Namespace) -> int:
+    from autograder.core.cluster_security import make_certificates
+
+    cert, key = make_certificates(args.folder)
+    flags = f"--tls-ca-file {cert} --tls-cert {cert} --tls-key {key}"
+    print(
+        f"{cert} and {key} written (only your user can read them). Copy the folder to the "
+        "scheduler's and the workers' machines (scp -rp), nowhere else, and start them with "
+        f"TLS:\n  dask scheduler --protocol tls --port 8786 --dashboard-address 127.0.0.1:8787 "
+        f"{flags}\n  dask worker tls://SCHEDULER_HOST:8786 --no-dashboard --preload "
+        f"autograder.core.cluster {flags}\nthen grade with: python -m autograder grade-all ... "
+        f"--scheduler tls://SCHEDULER_HOST:8786 --certificates {args.folder}"
     )
     return 0
 
@@ -246,10 +290,31 @@ def _grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cluster_client(address: str, args: argparse.Namespace) -> Any:
+    """A client of the scheduler at ``address``, by the rule of
+    :func:`~autograder.core.cluster_security.check_scheduler_address`."""
+    import os
+
+    from autograder.core.cluster import connect
+    from autograder.core.cluster_security import (
+        CERTIFICATES_VARIABLE,
+        check_scheduler_address,
+        cluster_security,
+    )
+
+    named = args.certificates or os.environ.get(CERTIFICATES_VARIABLE, "").strip() or None
+    certificates = Path(named).expanduser() if named else None
+    address, warning = check_scheduler_address(address, certificates, args.insecure_cluster)
+    if warning:
+        print(warning, file=sys.stderr)
+    tls = address.startswith("tls://")
+    return connect(address, security=cluster_security(certificates) if tls else None)
+
+
 def _grade_all(args: argparse.Namespace) -> int:
     import tempfile
 
-    from autograder.core.cluster import ClusterError, ClusterGrading, connect, scheduler_address
+    from autograder.core.cluster import ClusterError, ClusterGrading, scheduler_address
     from autograder.core.collect import collect
     from autograder.nbgrader.class_reports import read_rows
     from autograder.nbgrader.folders import check_course_dir
@@ -282,7 +347,7 @@ def _grade_all(args: argparse.Namespace) -> int:
         address, client = scheduler_address(args.scheduler), None
         try:
             if address:  # reached before the grader is built: a wrong address fails fast
-                client = connect(address)
+                client = _cluster_client(address, args)
                 if args.jobs is not None:
                     print("warning: --jobs is ignored with a scheduler", file=sys.stderr)
             # On a cluster this machine only records: the workers need bubblewrap, it does not.
@@ -336,6 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "source",
         "course",
         "roster",
+        "certificates",
+        "folder",
     ):  # nbgrader changes the working directory
         if getattr(args, name, None) is not None:
             setattr(args, name, getattr(args, name).resolve())
@@ -346,6 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _export(args)
         if args.command in ("gradescope", "prairielearn"):
             return _platform(args)
+        if args.command == "cluster-certificates":
+            return _cluster_certificates(args)
         return _grade_all(args)
     except ValueError as error:  # bad --timeout, --jobs, source notebook...
         print(f"error: {error}", file=sys.stderr)

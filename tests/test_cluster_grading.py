@@ -359,3 +359,23 @@ def test_a_worker_refuses_container_mode_without_a_network_fence(monkeypatch):
     for fence in ("landlock", "network namespace"):
         monkeypatch.setattr(container_isolation, "network_fence", lambda fence=fence: fence)
         cluster.check_worker_isolation("worker tcp://10.0.0.7:4000")
+
+
+def test_certificates_stay_closed_and_are_never_overwritten(tmp_path):
+    """The kit's certificate folder is the owner's only; a key other users can read is refused
+    (whoever reads it joins the cluster), and a folder that holds files is never written over."""
+    from autograder.core.cluster_security import ClusterSecurityError
+
+    cert, key = make_certificates(tmp_path / "tls")
+    assert (stat.S_IMODE(os.stat(tmp_path / "tls").st_mode), stat.S_IMODE(os.stat(key).st_mode)) == (
+        0o700,
+        0o600,
+    )
+    assert cluster_security(tmp_path / "tls").require_encryption
+    before = key.read_bytes()
+    with pytest.raises(ClusterSecurityError, match="not empty"):
+        make_certificates(tmp_path / "tls")
+    assert key.read_bytes() == before and cert.is_file()
+    key.chmod(0o644)
+    with pytest.raises(ClusterSecurityError, match="can be read by other users"):
+        cluster_security(tmp_path / "tls")

@@ -21,6 +21,7 @@ from autograder.core.judging import grade_part, judge_part, make_plan, run_part
 from autograder.sandboxed.grading_runtime.harness import guarded
 from course_lib.checks.properties import chi_square_p_value
 from solutions import reference
+from tests.answer_lines import answer_lines_in
 from tests.buggy_parts import CORPUS
 
 REFERENCE = {key: getattr(reference, name) for key, name in PART_NAMES.items()}
@@ -43,7 +44,8 @@ CORPUS_SEED = 20261124
 
 @pytest.mark.parametrize("entry", CORPUS, ids=lambda entry: entry.id)
 def test_corpus_entry(entry):
-    """Does each answer fail exactly the sub-checks it should, with a useful message?"""
+    """Does each answer fail exactly the sub-checks it should, with a useful message that quotes
+    no line of a working answer?"""
     scale = 1.0 if entry.seconds is None else entry.seconds / 10
     result = run_part(entry.part, entry.candidate, 10, scale=scale, seed=CORPUS_SEED)
     failed = {sub.key for sub in result.subresults if not sub.passed}
@@ -55,6 +57,7 @@ def test_corpus_entry(entry):
     )
     assert result.score == pytest.approx(expected, abs=1e-5)
     assert entry.feedback in messages, result.feedback()
+    assert answer_lines_in(messages) == [], messages
 
 
 def test_corpus_covers_every_part():

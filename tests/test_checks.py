@@ -120,6 +120,18 @@ class NoGradPolicy(ref.Policy):
             return super().act(inputs)
 
 
+class SoftmaxOverBatchPolicy(ref.Policy):
+    """The softmax taken over dim 0, the batch axis: every env draws from a flat distribution."""
+
+    def act(self, inputs):
+        logits, values = self.model(torch.as_tensor(np.asarray(inputs)))
+        probs = F.softmax(logits, dim=0)  # the bug: over the envs, not the actions
+        actions = torch.multinomial(probs, 1).squeeze(1)
+        log_probs = torch.log(probs.gather(1, actions[:, None]).squeeze(1))
+        return {"actions": actions.numpy(), "logits": logits, "log_probs": log_probs,
+                "values": values}  # fmt: skip
+
+
 class TensorActionsPolicy(ref.Policy):
     def act(self, inputs):
         out = super().act(inputs)
@@ -132,10 +144,12 @@ class TensorActionsPolicy(ref.Policy):
     [
         (GreedyPolicy, r"instead of taking the most likely one \(the argmax\)"),
         (NoGradPolicy, "keep its autograd graph"),
+        (SoftmaxOverBatchPolicy, "taken over the actions \\(the last axis\\)"),
     ],
 )
 def test_policy_bugs_are_named(policy, match):
-    """Do greedy actions and a lost graph each get their own message?"""
+    """Do greedy actions, a lost graph and a softmax over the batch axis each get their own
+    message (the axis named, not a line of code)?"""
     expect_failure(checks.check_policy, policy, ref.make_model, match=match)
 
 

@@ -18,7 +18,7 @@ The checks live in one module per part (or pair of related parts):
 check                               candidate                          module
 =================================== ================================== ======================
 :func:`check_model`                 the function ``make_model``        :mod:`._model`
-:func:`check_policy`                the class ``Policy``               :mod:`._model`
+:func:`check_policy`                the class ``Policy``               :mod:`._policy`
 :func:`check_compute_value_targets` the class ``ComputeValueTargets``  :mod:`._targets`
 :func:`check_gae` (bonus)           the class ``ComputeGAE``           :mod:`._targets`
 :func:`check_merge_time_batch`      the class ``MergeTimeBatch``       :mod:`._merge`
@@ -37,7 +37,8 @@ from ._a2c import _A2C_EXPECTED as _A2C_EXPECTED  # the tests guard the hand-wor
 from ._a2c import check_a2c
 from ._common import CheckFailed, require_implemented
 from ._merge import check_merge_time_batch
-from ._model import check_model, check_policy
+from ._model import check_model
+from ._policy import check_policy
 from ._targets import check_compute_value_targets, check_gae
 
 __all__ = [

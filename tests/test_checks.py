@@ -219,9 +219,7 @@ class NumpyEverything(ref.MergeTimeBatch):
 def test_merge_bugs_are_named():
     """Are env-major rows and tensors turned into arrays each reported?"""
     expect_failure(checks.check_merge_time_batch, EnvMajorMerge, match="env-major")
-    expect_failure(
-        checks.check_merge_time_batch, NumpyEverything, match="should be one torch tensor"
-    )
+    expect_failure(checks.check_merge_time_batch, NumpyEverything, match="should be one torch tensor")
 
 
 # ------------------------------------------------------------------ a2c

@@ -442,9 +442,7 @@ def test_a_grader_that_is_not_root_never_runs_a_notebook_unsandboxed():
         # a folder closed to other users, such as `mktemp -d`).
         kit = home / "kit"
         for package in ("autograder", "solutions", "course_lib"):
-            shutil.copytree(
-                ROOT / package, kit / package, ignore=shutil.ignore_patterns("__pycache__")
-            )
+            shutil.copytree(ROOT / package, kit / package, ignore=shutil.ignore_patterns("__pycache__"))
         (site_dir / "kit.pth").write_text(f"{sysconfig.get_paths()['purelib']}\n{kit}\n")
         nbformat.write(hostile_submission("write_environment", token=TOKEN), home / "w.ipynb")
         (home / "stub.ipynb").write_bytes(RELEASE.read_bytes())

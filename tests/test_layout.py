@@ -79,9 +79,9 @@ def test_the_platform_front_ends_stand_on_the_core_alone():
     found.append(("autograder", ROOT / "autograder" / "platform_run.py"))
     for package, path in found:
         for name in imported(path, package):
-            assert (
-                not name.startswith("autograder.nbgrader") and name.split(".")[0] != "nbgrader"
-            ), f"{path.relative_to(ROOT)} imports {name}"
+            assert not name.startswith("autograder.nbgrader") and name.split(".")[0] != "nbgrader", (
+                f"{path.relative_to(ROOT)} imports {name}"
+            )
 
 
 def test_what_the_sandbox_is_shown_imports_nothing_of_the_grader():

@@ -72,11 +72,9 @@ def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path):
     assert names[:2] == ["setup.sh", "run_autograder"]
     for script in ("setup.sh", "run_autograder"):
         assert modes[script] & 0o111 and stat.S_ISREG(modes[script]), script
-    assert {
-        "solutions/reference.py",
-        "solutions/a2c.ipynb",
-        "autograder/core/judges/model.py",
-    } <= set(names)
+    assert {"solutions/reference.py", "solutions/a2c.ipynb", "autograder/core/judges/model.py"} <= set(
+        names
+    )
     assert "course_lib/nature_dqn.py" in names and not any("__pycache__" in n for n in names)
     # The release the platform grades against (nbgrader's generate_assignment at build time):
     # the autograded cells with their points, stubs, no hidden test.

@@ -594,6 +594,4 @@ def test_a_run_in_which_no_game_ended_says_so_instead_of_nan():
     text = describe_scores(short)
     assert "nan" not in text and "no full game ended during training" in text
     played = SimpleNamespace(games=3, mean_raw_score_100=155.0, evaluation=None)
-    assert describe_scores(played).startswith(
-        "training score: 155.0 = mean raw score of the last 3"
-    )
+    assert describe_scores(played).startswith("training score: 155.0 = mean raw score of the last 3")

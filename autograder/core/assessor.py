@@ -243,7 +243,9 @@ class Assessor:
     ) -> Assessment:
         """Run and judge the submission ``data`` (the file's bytes); never raises."""
         start = time.perf_counter()
-        result = GradeResult(student, source=name, sandboxed=self.isolate, isolation=self.isolation)
+        result = GradeResult(
+            student, source=name, sandboxed=self.isolate, isolation=self.isolation
+        )
         try:
             if package_files() != self._package_files:
                 raise RuntimeError(

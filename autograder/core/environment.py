@@ -47,13 +47,7 @@ def fingerprint(folders: list[Path] | None = None) -> Fingerprint:
             info = os.lstat(folder)
         except OSError:
             continue
-        found[folder] = (
-            info.st_mode,
-            info.st_size,
-            info.st_mtime_ns,
-            info.st_ctime_ns,
-            info.st_ino,
-        )
+        found[folder] = (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
         try:
             entries = os.scandir(folder)
         except OSError:

@@ -65,9 +65,7 @@ def format_table(result: GradeResult, feedback: bool = True) -> str:
     """
     lines = [f"student: {printable(result.student)}   status: {printable(result.status)}"]
     if not result.sandboxed:
-        lines.append(
-            "WARNING: NOT SANDBOXED: the notebook ran outside the sandbox (the notes say with whose rights)"
-        )
+        lines.append("WARNING: NOT SANDBOXED: the notebook ran outside the sandbox (the notes say with whose rights)")
     mark = "" if result.graded else "*"
     label = "total" + (" so far" if result.waiting else "")
     width = max([len("part"), len(label), *map(len, result.parts), *map(len, result.manual)])

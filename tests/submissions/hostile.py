@@ -491,7 +491,7 @@ PERSISTENT = ("outlive", "write_environment")
 #: Attacks on the grading's time: each must cost at most the runner's budget (one cell limit and
 #: a reserve), and earn nothing. Graded apart, with a short cell limit.
 COSTLY = {
-    "ignore_interrupt": r"""
+    "ignore_interrupt": r'''
 # Every later cell hangs and ignores SIGINT; after a kill, this cell hangs when it is replayed.
 import os, signal, tempfile, time
 from IPython import get_ipython
@@ -509,8 +509,8 @@ def _later(*args, **kwargs):
     if len(_calls) > 1:
         _hang()
 get_ipython().events.register("post_run_cell", _later)
-""",
-    "kill_runner": r"""
+''',
+    "kill_runner": r'''
 # Kill or stop the process that supervises this one, by every way it could be reached.
 import os, signal
 for _pid in (os.getppid(), 1):
@@ -531,7 +531,7 @@ try:
 except OSError as error:
     print("kill -1", error)
 os.kill(0, signal.SIGKILL)
-""",
+''',
 }
 
 

@@ -24,8 +24,6 @@ CORRECT = {
     "sub": "def sub(a, b):\n    return a - b",
     "div": "def div(a, b):\n    return a / b",
 }
-
-
 def _meta(grade_id: str, *, grade: bool, solution: bool, locked: bool, points: int = 0) -> dict:
     meta = {
         "grade": grade,

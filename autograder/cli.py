@@ -226,10 +226,11 @@ def grade_student(path: Path) -> str:
     else, for the name every student submits (``a2c.ipynb``), the folder it sits in, else
     :data:`NEUTRAL_STUDENT`. One file graded on its own is recorded nowhere, so any name will
     do; ``grade-all`` refuses a file it cannot name, since it records grades by student."""
-    from autograder.core.collect import folder_student
+    from autograder.core.collect import student_id
 
-    folder = path.resolve().parent.name
-    return _student_of(path) or (folder_student(folder) if folder else "") or NEUTRAL_STUDENT
+    path = path.resolve()
+    by_folder = student_id(path, root=path.parent.parent)  # as grade-all names a folder
+    return _student_of(path) or by_folder or NEUTRAL_STUDENT
 
 
 def _grade(args: argparse.Namespace) -> int:

@@ -49,7 +49,7 @@ from pathlib import Path
 from autograder.core.submission_file import MAX_NOTEBOOK_BYTES
 from solutions.build_notebooks import ASSIGNMENT
 
-__all__ = ["Problem", "Submission", "collect", "folder_student", "student_id"]
+__all__ = ["Problem", "Submission", "collect", "student_id"]
 
 _SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", "autograded", "feedback", "release", "source"}
 _GENERIC = {ASSIGNMENT, "notebook", "untitled", "submission", "assignment", ""}
@@ -98,7 +98,7 @@ def _clean(name: str) -> str:
     return "" if name.lower() in _GENERIC else name
 
 
-def folder_student(name: str) -> str:
+def _folder_student(name: str) -> str:
     """The student a folder of the layout names: its cleaned name, else the name itself when it
     is a plain id (``a2c``), else ``unnamed-<digest>`` (``---``): never empty, always plain."""
     cleaned = _clean(name)
@@ -125,7 +125,7 @@ def student_id(
     if root is None or not path.is_relative_to(root):
         parts = path.parts  # a file given by itself: only nbgrader's exact position counts
         if len(parts) >= 4 and parts[-4] == "submitted":
-            return folder_student(parts[-3])
+            return _folder_student(parts[-3])
         return _clean(path.stem) or _clean(fallback)
     above = root.relative_to(base).parts if base is not None else root.parts[-3:]
     below = path.parent.relative_to(root).parts
@@ -133,11 +133,11 @@ def student_id(
         index = len(above) - 1 - above[::-1].index("submitted")
         chain = above + below
         if index + 1 < len(chain):
-            return folder_student(chain[index + 1])
+            return _folder_student(chain[index + 1])
     elif below[:1] == ("submitted",):  # the root holds nbgrader's submitted/
-        return folder_student(below[1]) if len(below) > 1 else ""
+        return _folder_student(below[1]) if len(below) > 1 else ""
     if below:  # the first folder below the root: the per-student folder
-        return folder_student(below[0])
+        return _folder_student(below[0])
     return _clean(path.stem) or _clean(fallback)
 
 

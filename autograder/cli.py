@@ -206,10 +206,6 @@ def _platform(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The name ``grade`` gives a file nothing else names (a2c.ipynb at the top of a file system).
-NEUTRAL_STUDENT = "submission"
-
-
 def _student_of(path: Path) -> str:
     """The student ``grade-all PATH`` would name for the one file ``path`` (``""``: none)."""
     import tempfile
@@ -219,6 +215,10 @@ def _student_of(path: Path) -> str:
     with tempfile.TemporaryDirectory(prefix="a2c-collect-") as scratch:
         submissions, _ = collect([path], Path(scratch))
     return submissions[0].student if submissions else ""
+
+
+#: The name ``grade`` gives a file nothing else names (a2c.ipynb at the top of a file system).
+NEUTRAL_STUDENT = "submission"
 
 
 def grade_student(path: Path) -> str:

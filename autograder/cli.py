@@ -13,7 +13,8 @@ Commands::
     python -m autograder gradescope [--out autograder.zip]
     python -m autograder prairielearn --out DIR [--image NAME]
 
-``grade`` names the student as ``grade-all`` names the one file it is given, and prints a table
+``grade`` names the student as ``grade-all`` names the one file it is given (a file named only
+``a2c.ipynb`` after its folder, or ``submission``; ``--student`` overrides), and prints a table
 per part with the totals of ``grades.csv`` (full marks 15, part 8 *not graded yet*), or with
 ``--json`` exactly one JSON object on stdout (``max_total``: full marks)::
 
@@ -62,7 +63,7 @@ from autograder.core.report import printable
 from autograder.core.sandbox import SandboxUnavailable
 from autograder.nbgrader.course import SOURCE_NOTEBOOK, NbgraderError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "grade_student", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     one.add_argument(
         "--student",
         default=None,
-        help="student id (default: from the file name, as grade-all names a file it is given)",
+        help="student id (default: as grade-all names a file it is given; a file named only "
+        "a2c.ipynb after its folder)",
     )
     common(one)
 
@@ -259,6 +261,22 @@ def _student_of(path: Path) -> str:
     return submissions[0].student if submissions else ""
 
 
+#: The name ``grade`` gives a file nothing else names (a2c.ipynb at the top of a file system).
+NEUTRAL_STUDENT = "submission"
+
+
+def grade_student(path: Path) -> str:
+    """Who ``grade PATH`` grades: as ``grade-all`` names the one file (``carol.ipynb``: carol),
+    else, for the name every student submits (``a2c.ipynb``), the folder it sits in, else
+    :data:`NEUTRAL_STUDENT`. One file graded on its own is recorded nowhere, so any name will
+    do; ``grade-all`` refuses a file it cannot name, since it records grades by student."""
+    from autograder.core.collect import student_id
+
+    path = path.resolve()
+    by_folder = student_id(path, root=path.parent.parent)  # as grade-all names a folder
+    return _student_of(path) or by_folder or NEUTRAL_STUDENT
+
+
 def _grade(args: argparse.Namespace) -> int:
     from autograder.core.report import format_table
     from autograder.nbgrader.grader import Grader
@@ -268,16 +286,7 @@ def _grade(args: argparse.Namespace) -> int:
             f"error: {args.path} does not exist (give the path of a .ipynb file)", file=sys.stderr
         )
         return 2
-    student = args.student or _student_of(args.path)
-    if not student:
-        folder = args.path.parent.name
-        print(
-            f"error: {args.path}: no student name (grade-all given this file would not grade it "
-            f"either): pass --student ID (given the folder above {folder}/, grade-all names "
-            f"it {folder!r}), or name the file `<student>.ipynb`",
-            file=sys.stderr,
-        )
-        return 2
+    student = args.student or grade_student(args.path)
     with Grader(args.source, timeout=args.timeout, isolate=not args.no_sandbox) as grader:
         result = grader.grade(args.path, student=student)
     if args.json:

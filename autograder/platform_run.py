@@ -217,13 +217,21 @@ def part_rows(result: Any) -> list[PartRow]:
 
 
 def summary(result: Any) -> str:
-    """The first lines of a platform's output: status, isolation, total and notes."""
+    """The first lines of a platform's output: status, isolation, total, part 8 and notes."""
+    from autograder.core.report import points_text
+
     bonus = sum(row.max_score for row in part_rows(result) if row.bonus)
     lines = [
         f"status: {result.status}",
         f"isolation: {result.isolation}",
-        f"autograded: {result.total:g} points (full marks {result.autograded_max:g}"
-        + (f"; the bonus adds up to {bonus:g})" if bonus else ")"),
+        f"autograded: {points_text(result.total)} points (full marks "
+        f"{points_text(result.autograded_max)}"
+        + (f"; the bonus adds up to {points_text(bonus)})" if bonus else ")"),
+    ]
+    lines += [
+        f"part 8 ({name}, {points_text(points)} points): graded by hand by the course staff, "
+        "not by the autograder; not in this score"
+        for name, points in result.manual.items()
     ]
     notes = [*result.notes, *result.unfinished_notes()]
     if notes:

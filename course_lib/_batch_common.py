@@ -145,9 +145,8 @@ def check_discrete_actions(actions: Any, n: int, low: int, high: int) -> np.ndar
     if arr.dtype.kind not in "iu":
         raise ValueError(
             f"`actions` must be {expected}. Got dtype {arr.dtype}: {arr!r}. "
-            f"Sample integer action indices (e.g. Categorical(logits=logits).sample(): the "
-            f"keyword matters, Categorical(logits) reads them as probabilities), "
-            f"not probabilities or logits."
+            f"Sample integer action indices, one per env, each drawn from the softmax of "
+            f"that env's logits: the indices, not the probabilities or the logits."
         )
     bad = (arr < low) | (arr >= high)
     if bad.any():

@@ -57,14 +57,14 @@ def _to_actions(actions: Any, nenvs: int) -> np.ndarray:
     if actions.shape != (nenvs,):
         raise ValueError(
             f"policy.act(obs)['actions'] must have shape ({nenvs},) (one action per env), got "
-            f"shape {actions.shape}. Pitfalls: sampling with shape (N, 1) (squeeze the last axis) "
-            "or returning the (N, A) probabilities instead of sampled action indices."
+            f"shape {actions.shape}. Pitfalls: a draw of shape (N, 1) (one index per env, without "
+            "the extra axis) or the (N, A) probabilities instead of sampled action indices."
         )
     if actions.dtype.kind not in "iu":
         raise TypeError(
             f"policy.act(obs)['actions'] must hold integer action indices, got dtype "
-            f"{actions.dtype}. Sample them, e.g. torch.distributions.Categorical(logits=logits)"
-            ".sample(), which gives int64."
+            f"{actions.dtype}. Draw one action index per env from softmax(logits), not the "
+            "probabilities themselves."
         )
     return actions.astype(np.int64, copy=False)
 

@@ -126,8 +126,9 @@ class ComputeValueTargets:
 
     Reads ``trajectory["rewards"]`` (list of T float32 ``(N,)``), ``trajectory["resets"]`` (list
     of T bool ``(N,)``) and ``trajectory["state"]["latest_observation"]`` (uint8
-    ``(N, 4, 84, 84)``). Adds, in place, ``trajectory["value_targets"]``: one ``(T, N)`` float
-    tensor or a list of T ``(N,)`` tensors, on the model's device, without autograd graph.
+    ``(N, 4, 84, 84)``), and leaves them as they are. Adds, in place,
+    ``trajectory["value_targets"]``: one ``(T, N)`` float tensor or a list of T ``(N,)``
+    tensors, on the model's device, without autograd graph.
     """
 
     def __init__(self, policy, gamma=0.99):
@@ -163,8 +164,8 @@ class MergeTimeBatch:
 
     Every per-step list (T arrays or tensors of ``(N, ...)``), and ``value_targets`` or
     ``advantages`` given as one ``(T, N)`` tensor, becomes one ``(T*N, ...)`` array or tensor
-    with row ``t * N + i`` = step t, env i. numpy stays numpy, torch stays torch (graph kept);
-    ``trajectory["state"]`` is left as it is.
+    with row ``t * N + i`` = step t, env i. numpy stays numpy (dtype kept), torch stays torch
+    (graph kept); ``trajectory["state"]`` is left as it is.
     """
 
     def __call__(self, trajectory):

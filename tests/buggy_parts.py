@@ -926,10 +926,26 @@ CORPUS = (
     Entry("model", "valid_nature_attributes", make_model_nature_attributes),
     Entry("model", "not_nature_dqn", make_model_sequential, _fails(*_ALL["model"]), "Nature-DQN"),
     Entry(
-        "model", "values_n_by_1", make_model_values_n1, _fails(*_ALL["model"]), "squeeze the last"
+        "model",
+        "values_n_by_1",
+        make_model_values_n1,
+        _fails(*_ALL["model"]),
+        "output axis of size 1 must go",
     ),
-    Entry("model", "squeeze_all", make_model_squeeze_all, _fails("batch_of_one"), ".squeeze()"),
-    Entry("model", "not_scaled", make_model_not_scaled, _fails(*_ALL["model"]), "1/255"),
+    Entry(
+        "model",
+        "squeeze_all",
+        make_model_squeeze_all,
+        _fails("batch_of_one"),
+        "also removed the batch axis",
+    ),
+    Entry(
+        "model",
+        "not_scaled",
+        make_model_not_scaled,
+        _fails(*_ALL["model"]),
+        "divides its input by 255",
+    ),
     Entry("model", "in_place_scale", make_model_in_place, _fails("float"), "in place"),
     Entry("model", "no_float", make_model_no_float, _fails(*_ALL["model"]), "raised"),
     Entry("model", "stub", make_model_stub, _fails(*_ALL["model"]), "not implemented yet"),
@@ -939,14 +955,14 @@ CORPUS = (
         "layers_in_list",
         make_model_layers_in_list,
         _fails("registered", "size"),
-        "not in model.parameters()",
+        "not among the module's parameters",
     ),
     Entry(
         "model",
         "plain_tensor_weight",
         make_model_plain_tensor_weight,
         _fails(*_ALL["model"]),
-        "not in model.parameters()",
+        "not among the module's parameters",
     ),
     # A ReLU on the value: the gate fails (the test weights are also loaded with the value head
     # negated, so some values are negative), so no property earns; only the batch of one passes
@@ -988,7 +1004,7 @@ CORPUS = (
         "probs_not_log",
         PolicyProbsNotLog,
         _ungated("policy", "log_probs"),
-        "take the log",
+        "You returned probabilities",
     ),
     Entry("policy", "no_grad", PolicyNoGrad, _ungated("policy", "log_probs"), "no autograd graph"),
     Entry(
@@ -1052,7 +1068,13 @@ CORPUS = (
         _ungated("compute_value_targets", "discounted_sum", "resets", "bootstrap", *_TARGETS_WRONG),
         "reverse time order",
     ),
-    Entry("compute_value_targets", "graph", TargetsWithGraph, _fails("no_graph"), "no_grad"),
+    Entry(
+        "compute_value_targets",
+        "graph",
+        TargetsWithGraph,
+        _fails("no_graph"),
+        "without recording a graph",
+    ),
     Entry(
         "compute_value_targets",
         "fixed_gamma",
@@ -1170,7 +1192,7 @@ CORPUS = (
         _fails("loss", "detached", "coefficients"),
         "default coefficients",
     ),
-    Entry("a2c", "tensor_stats", A2CTensorStats, _fails("stats"), ".item()"),
+    Entry("a2c", "tensor_stats", A2CTensorStats, _fails("stats"), "plain numbers"),
     Entry("a2c", "stub", A2CStub, _fails(*_ALL["a2c"]), "not implemented yet"),
     # gae
     Entry("gae", "valid_numpy", GAENumpy),

@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.core.judges import PART_KEYS, PART_NAMES, subchecks
+from autograder.core.judges import PART_KEYS, PART_NAMES, part_module, subchecks
 from autograder.core.judging import grade_part, judge_part, make_plan, run_part
 from autograder.sandboxed.grading_runtime.harness import guarded
 from course_lib.checks.properties import chi_square_p_value
 from solutions import reference
+from tests.answer_lines import answer_lines_in
 from tests.buggy_parts import CORPUS
 
 REFERENCE = {key: getattr(reference, name) for key, name in PART_NAMES.items()}
@@ -43,7 +44,8 @@ CORPUS_SEED = 20261124
 
 @pytest.mark.parametrize("entry", CORPUS, ids=lambda entry: entry.id)
 def test_corpus_entry(entry):
-    """Does each answer fail exactly the sub-checks it should, with a useful message?"""
+    """Does each answer fail exactly the sub-checks it should, with a useful message that quotes
+    no line of a working answer?"""
     scale = 1.0 if entry.seconds is None else entry.seconds / 10
     result = run_part(entry.part, entry.candidate, 10, scale=scale, seed=CORPUS_SEED)
     failed = {sub.key for sub in result.subresults if not sub.passed}
@@ -55,6 +57,7 @@ def test_corpus_entry(entry):
     )
     assert result.score == pytest.approx(expected, abs=1e-5)
     assert entry.feedback in messages, result.feedback()
+    assert answer_lines_in(messages) == [], messages
 
 
 def test_corpus_covers_every_part():
@@ -213,3 +216,25 @@ def test_partial_credit_through_a_real_kernel(tmp_path):
     assert grades == [0.0, 1.0]
     for cell in notebook.cells:
         assert all(out.get("name") != "stderr" for out in cell.outputs), cell.outputs
+
+
+def test_feedback_speaks_course_words():
+    """Is a property the code has never a FAIL (it says it waits for the part's values, naming
+    them by title, not by check id), and are points shown to at most two decimals?"""
+    entry = next(e for e in CORPUS if e.id == "merge_time_batch-env_major")
+    result = run_part(entry.part, entry.candidate, 2, seed=CORPUS_SEED)
+    text = result.feedback()
+    held = [sub for sub in result.subresults if sub.held]
+    assert held and all(not sub.passed for sub in held)  # earns nothing...
+    for sub in held:  # ...and says why, in the titles students read
+        line = next(line for line in text.splitlines() if sub.title[:40] in line)
+        assert line.startswith("  NOT CREDITED YET ["), line
+        assert "your code has this property" in sub.message
+        assert '"rows are time-major' in sub.message
+    for key in part_module(entry.part).GATE:
+        assert f"'{key}'" not in text
+    header = text.splitlines()[0]
+    assert (
+        header == f"Part 'merge_time_batch' (MergeTimeBatch): {round(result.score, 2):g} / 2 points"
+    )
+    assert len(header.split(":")[1].split("/")[0].strip().partition(".")[2]) <= 2

@@ -33,7 +33,7 @@ def test_every_check_passes_on_the_reference(capsys):
     checks.check_a2c(ref.A2C, ref.Policy, ref.make_model)
     checks.check_gae(ref.ComputeGAE)
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 9 and all(line.startswith("OK ") for line in lines)
+    assert len(lines) == 11 and all(line.startswith("OK ") for line in lines)
 
 
 class NumpyListTargets:
@@ -87,7 +87,7 @@ def test_model_values_with_a_trailing_axis_are_named():
         return model
 
     message = expect_failure(checks.check_model, make_model, match="values should have shape")
-    assert "squeeze(-1)" in message and "(2, 1)" in message
+    assert "output axis of size 1 must go" in message and "(2, 1)" in message
 
 
 def test_model_that_rejects_uint8_is_told_to_convert():
@@ -120,6 +120,18 @@ class NoGradPolicy(ref.Policy):
             return super().act(inputs)
 
 
+class SoftmaxOverBatchPolicy(ref.Policy):
+    """The softmax taken over dim 0, the batch axis: every env draws from a flat distribution."""
+
+    def act(self, inputs):
+        logits, values = self.model(torch.as_tensor(np.asarray(inputs)))
+        probs = F.softmax(logits, dim=0)  # the bug: over the envs, not the actions
+        actions = torch.multinomial(probs, 1).squeeze(1)
+        log_probs = torch.log(probs.gather(1, actions[:, None]).squeeze(1))
+        return {"actions": actions.numpy(), "logits": logits, "log_probs": log_probs,
+                "values": values}  # fmt: skip
+
+
 class TensorActionsPolicy(ref.Policy):
     def act(self, inputs):
         out = super().act(inputs)
@@ -131,11 +143,13 @@ class TensorActionsPolicy(ref.Policy):
     ("policy", "match"),
     [
         (GreedyPolicy, r"instead of taking the most likely one \(the argmax\)"),
-        (NoGradPolicy, "keep their autograd graph"),
+        (NoGradPolicy, "keep its autograd graph"),
+        (SoftmaxOverBatchPolicy, "taken over the actions \\(the last axis\\)"),
     ],
 )
 def test_policy_bugs_are_named(policy, match):
-    """Do greedy actions and a lost graph each get their own message?"""
+    """Do greedy actions, a lost graph and a softmax over the batch axis each get their own
+    message (the axis named, not a line of code)?"""
     expect_failure(checks.check_policy, policy, ref.make_model, match=match)
 
 
@@ -299,3 +313,52 @@ def test_log_softmax_helper_agrees_with_the_hand_numbers():
     adv = torch.tensor([2.0, 2.0, 0.0, 1.0]) - torch.tensor([1.0, 2.0, 0.5, 0.0])
     assert float(-(log_pi * adv).mean()) == pytest.approx(checks._A2C_EXPECTED["policy_loss"])
     assert float(adv.pow(2).mean()) == pytest.approx(checks._A2C_EXPECTED["value_loss"])
+
+
+# ------------------------------------------------------------------ hints
+def _hints_of_the_shared_helpers() -> list[str]:
+    """Every hint the shared property helpers, the runner and the env batch give, each on the
+    input that triggers it."""
+    from course_lib._batch_common import check_discrete_actions
+    from course_lib.checks.properties import (
+        actions_problem,
+        capture,
+        log_probs_problem,
+        output_pair_problem,
+    )
+    from course_lib.runners import _to_actions
+
+    logits = np.array([[0.0, 1.0, 2.0], [2.0, 0.0, 1.0]])
+    log_pi = F.log_softmax(torch.tensor(logits), -1).numpy()
+    actions = np.array([2, 1])
+    rows = np.arange(2)
+    pair = (torch.zeros(2, 3), torch.zeros(2, 1))
+    one = (torch.zeros(1, 3), torch.zeros(()))
+    found = [
+        output_pair_problem(capture(pair), 2, 3),
+        output_pair_problem(capture(one), 1, 3),
+        actions_problem(capture(np.array([0.5, 0.5])), 2, 3),
+        actions_problem(capture(np.zeros((2, 1), np.int64)), 2, 3),
+        log_probs_problem(np.exp(log_pi[rows, actions]), logits, actions),
+        log_probs_problem(logits[rows, actions], logits, actions),
+        log_probs_problem(log_pi[:, 0], logits, actions),
+    ]
+    for bad in (np.zeros((2, 1), np.int64), np.array([0.5, 0.5])):
+        with pytest.raises((ValueError, TypeError)) as error:
+            _to_actions(bad, 2)
+        found.append(str(error.value))
+    with pytest.raises(ValueError) as error:
+        check_discrete_actions(np.array([0.2, 0.8]), 2, 0, 3)
+    found.append(str(error.value))
+    return found
+
+
+def test_hints_name_the_idea_not_the_line():
+    """Does every hint of the shared helpers say what is wrong and why, quoting no line of a
+    working answer (no `.squeeze(-1)`, no `F.log_softmax(logits, dim=-1)`)?"""
+    from tests.answer_lines import answer_lines_in
+
+    hints = _hints_of_the_shared_helpers()
+    assert all(hints), hints
+    for hint in hints:
+        assert answer_lines_in(hint) == [], hint

@@ -40,7 +40,7 @@ IN_PROCESS_ONLY = tuple(entry for entry in CORPUS if entry.seconds is not None)
 THROUGH_NBGRADER = tuple(entry for entry in CORPUS if entry.seconds is None)
 PACKS = 3  #: submissions graded through the sandbox (about 30 s each on 2 cores)
 
-_LINE = re.compile(r"^(PASS|FAIL) \[[0-9.]+ pt\] (.*)$")
+_LINE = re.compile(r"^(PASS|FAIL|NOT CREDITED YET) \[[0-9.]+ pt\] (.*)$")
 
 
 def pack(entries: Sequence[Entry]) -> list[dict[str, Entry]]:
@@ -65,7 +65,7 @@ def parse_feedback(part: str, feedback: str) -> dict[str, tuple[bool, str]]:
     """
     lines: list[str] = []
     for line in feedback.splitlines():
-        if line.startswith(("  PASS [", "  FAIL [")):
+        if line.startswith(("  PASS [", "  FAIL [", "  NOT CREDITED YET [")):
             lines.append(line.strip())
         elif lines and line.startswith(" " * 9):  # a wrapped continuation of the line above
             lines[-1] += " " + line.strip()

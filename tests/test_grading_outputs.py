@@ -253,11 +253,16 @@ def test_grade_and_grade_all_give_one_total_and_name_every_unfinished_part(tmp_p
     )
 
 
-def test_grade_names_a_file_as_grade_all_does(tmp_path: Path, capsys) -> None:
-    """A file grade-all could not name is refused by `grade` too, before any grading."""
-    nameless = _write(tmp_path / "a2c.ipynb")
-    assert main(["grade", str(nameless)]) == 2
-    assert "no student name" in capsys.readouterr().err
+def test_grade_names_the_file_every_student_submits(tmp_path: Path) -> None:
+    """`grade` names a file as grade-all does; the name every student submits, a2c.ipynb, after
+    its folder (`Copy of a2c.ipynb` too), and a file nothing names `submission`: one file graded
+    on its own is recorded nowhere, so it needs no --student."""
+    from autograder.cli import NEUTRAL_STUDENT, grade_student
+
+    assert grade_student(_write(tmp_path / "carol.ipynb")) == "carol"
+    assert grade_student(_write(tmp_path / "dave" / "a2c.ipynb")) == "dave"
+    assert grade_student(_write(tmp_path / "Erin Park" / "Copy of a2c.ipynb")) == "Erin_Park"
+    assert grade_student(Path("/a2c.ipynb")) == NEUTRAL_STUDENT == "submission"
 
 
 def test_markdown_loses_scripts_handlers_and_script_links() -> None:
@@ -357,3 +362,34 @@ def test_the_release_never_goes_into_a_course_or_a_folder_with_answers(tmp_path:
         assert "STUDENT_REPO_URL is still the placeholder" in done.stderr
         assert "Set STUDENT_REPO_URL in solutions/build_notebooks.py" in done.stderr
     assert bn.placeholder_warning("https://github.com/my-org/a2c-fall") == ""
+
+
+def test_change_lines_name_every_row_a_run_changed_and_why() -> None:
+    """A row the course changed (part 8 read, a penalty) is `updated` with why, never counted as
+    kept; a resubmission whose total reads the same still says its part 8 was set aside."""
+    from autograder.nbgrader.change_lines import change_lines
+
+    def row(student: str, total: str, discussion: str, notes: str = "", penalty: str = "0"):
+        return {"student": student, "status": "graded", "total": total, "raw_total": total,
+                "max_total": "15", "discussion": discussion, "late_penalty": penalty,
+                "notes": notes}  # fmt: skip
+
+    waiting = "not graded yet"
+    earlier = "part 8 of an earlier submission (discussion): 2.5 of 3"
+    old = [row("alice", "14", waiting), row("erin", "14", waiting), row("mallory", "0", "0")]
+    new = [row("alice", "17", "3"), row("erin", "14", waiting, earlier), row("mallory", "0", "0")]
+    lines, updated = change_lines(old, new, {"erin"}, ["discussion"])
+    assert lines == [
+        "replaced erin: 14 of 15 (part 8 not graded yet) (total unchanged): "
+        f"{earlier} set aside: part 8 of this submission waits for a grader",
+        "updated  alice: 14 of 15 (part 8 not graded yet) -> 17 of 15: part 8 (discussion) "
+        "read from the gradebook",
+        "kept     1 earlier row(s) as they were",
+    ]
+    assert updated == ["alice"]
+    late = [row("alice", "15.5", "3", penalty="1.5"), *new[1:]]
+    lines, _ = change_lines(new, late, set(), ["discussion"])
+    assert (
+        lines[0]
+        == "updated  alice: 17 of 15 -> 15.5 of 15 (late penalty 1.5 from 15.5): late penalty 1.5 (was 0)"
+    )

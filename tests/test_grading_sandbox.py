@@ -184,6 +184,8 @@ def test_reference_full_marks_release_zero_identical_regrades(graded_class):
     assert rows["carol"]["status"] == "graded" and _points(rows["carol"]) == dict.fromkeys(
         FULL, 0.0
     )
+    # part 8 left as the stub: scored 0 by nbgrader, no grading, as with --course
+    assert rows["carol"]["discussion"] == "0" and rows["alice"]["discussion"] == "not graded yet"
 
 
 def test_misbehaviours_cost_only_their_own_part(graded_class):
@@ -496,14 +498,14 @@ def test_after_an_unsandboxed_attack_nothing_persists(tmp_path):
     files changes nothing (it ran as an unprivileged user of its own), so a stub graded next,
     in the sandbox, gets 0."""
     nbformat.write(hostile_submission("write_environment", token=TOKEN), tmp_path / "w.ipynb")
-    (tmp_path / "stub.ipynb").write_bytes(RELEASE.read_bytes())
+    (tmp_path / "a2c.ipynb").write_bytes(RELEASE.read_bytes())  # the name students submit
     before = _snapshot()
     done = _cli("grade", "w.ipynb", "--json", "--no-sandbox", cwd=tmp_path)
     report = json.loads(done.stdout)
     assert report["status"].startswith("unsandboxed") and report["total"] == 0.0, report
     assert _snapshot() == before
     assert _survivors() == []
-    done = _cli("grade", "stub.ipynb", "--json", cwd=tmp_path)
+    done = _cli("grade", "a2c.ipynb", "--json", cwd=tmp_path)  # no --student needed
     report = json.loads(done.stdout)
     assert report["status"] == "graded" and report["total"] == 0.0, report
     assert TOKEN not in done.stderr

@@ -226,13 +226,15 @@ def test_a_resubmission_waits_for_part_8_everywhere_with_the_earlier_score(semes
     assert (row["total"], row["max_total"], row["discussion"]) == ("6", "15", "not graded yet")
     assert "part 8 (discussion) not graded yet" in row["notes"]
     assert "part 8 of an earlier submission (discussion): 2.5 of 3" in row["notes"]
-    line = "replaced bob: 12 of 15 -> 6 of 15 (part 8 not graded yet)"
+    line = "replaced bob: 12 of 15 -> 6 of 15 (part 8 not graded yet): part 8 of an earlier "
+    line += "submission (discussion): 2.5 of 3 set aside"
     assert line in step["changes"] and line in semester["history"]
     assert "discussion                    3  not graded yet (0 of 1)" in step["summary"]
     assert (lms["score"], lms["part_8"], lms["complete"]) == (
         "6", "not graded yet", "no: part 8 not graded yet",
     )  # fmt: skip
     assert "a2c: 6.0 / 15.0 points so far; part 8: not graded yet" in step["feedback"]
+    assert "Part 8 of an earlier submission" not in step["feedback"]  # words for graders
     assert view["needs_manual_grade"] and view["score"] == 6 and view["field"] is None
     assert view["comment"].startswith("Part 8 of an earlier submission (discussion): 2.5 of 3")
 

@@ -115,18 +115,52 @@ def test_the_prairielearn_bundle_holds_question_grader_and_image(tmp_path):
     assert (tmp_path / "cli" / "run_grader").is_file()
 
 
+def gradescope_shows(results: dict) -> dict[str, str]:
+    """Test name -> how Gradescope shows it, read as its autograder specification documents
+    ``results.json``: ``status`` is optional, ``"passed"`` or ``"failed"``; without it a test
+    passes at full marks."""
+    shown = {}
+    for test in results["tests"]:
+        status = test.get("status")
+        assert status in (None, "passed", "failed"), test
+        if status is None:
+            status = "passed" if test["score"] >= test.get("max_score", 0) else "failed"
+        shown[test["name"]] = status
+    return shown
+
+
+def prairielearn_shows(results: dict) -> dict[str, str]:
+    """Test name -> how PrairieLearn's ``pl-external-grader-results`` element shows it: a test
+    worth 0 of 0 as information, points below ``max_points`` as incorrect, else correct."""
+    shown = {}
+    for test in results["tests"]:
+        if test["max_points"] == 0:
+            shown[test["name"]] = "information"
+        elif test["points"] != test["max_points"]:
+            shown[test["name"]] = "incorrect"
+        else:
+            shown[test["name"]] = "correct"
+    return shown
+
+
 def test_results_files_follow_each_platforms_schema():
-    """One test per part with the feedback, the bonus its own test, part 8 worth 0 (graded by
-    hand), the mode in the output; a result that is not a grade scores 0 on both."""
+    """One test per autograded part with the feedback, the bonus its own test, each test passed
+    or failed as the platform shows it; part 8 never a failed test (Gradescope: no test, the
+    output says it is graded by hand; PrairieLearn: a 0 of 0 information line); a result that
+    is not a grade scores 0 on both."""
     graded = gradescope_results(_result(), 12.4)
     assert graded["score"] == 7.0 and graded["execution_time"] == 12
     assert "isolation: container" in graded["output"] and graded["stdout_visibility"] == "hidden"
+    assert "part 8 (discussion, 3 points): graded by hand" in graded["output"]
     tests = {test["name"].split()[0]: test for test in graded["tests"]}
-    assert set(tests) == {*FULL, *BONUS, "discussion"}
+    assert set(tests) == {*FULL, *BONUS}
     assert tests["a2c"]["score"] == 2.0 and tests["a2c"]["max_score"] == 4
     assert tests["a2c"]["output"] == "Part 'a2c': feedback" and tests["a2c"]["visibility"]
     assert "bonus" in tests["gae"]["name"]
-    assert tests["discussion"]["max_score"] == 0.0 and "by hand" in tests["discussion"]["output"]
+    assert set(gradescope_shows(graded).values()) == {"failed"}  # half marks everywhere
+    full = _result()
+    full.parts = {key: PartScore(p, p, "") for key, p in {**FULL, **BONUS}.items()}
+    assert set(gradescope_shows(gradescope_results(full, 1)).values()) == {"passed"}
     assert gradescope_results(_result("tampered: x"), 1)["score"] == 0.0
     assert all(t["score"] == 0 for t in gradescope_results(_result("error: y"), 1)["tests"])
 
@@ -134,9 +168,10 @@ def test_results_files_follow_each_platforms_schema():
     assert pl["gradable"] is True and pl["score"] == pytest.approx(7 / 12)
     pl_tests = {test["name"].split()[0]: test for test in pl["tests"]}
     assert pl_tests["a2c"]["points"] == 2.0 and pl_tests["a2c"]["max_points"] == 4
-    assert pl_tests["discussion"]["max_points"] == 0.0
-    full = _result()
-    full.parts = {key: PartScore(p, p, "") for key, p in {**FULL, **BONUS}.items()}
+    assert "by hand" in pl_tests["discussion"]["message"]
+    shown = prairielearn_shows(prairielearn_results(full))
+    assert shown.pop("discussion - graded by hand") == "information"
+    assert set(shown.values()) == {"correct"}
     assert prairielearn_results(full)["score"] == 1.0  # bonus included, at most 1
     assert prairielearn_results(_result("timeout: z"))["score"] == 0.0
     unreadable = prairielearn_results(_result("unreadable: not a notebook (invalid JSON)"))
@@ -358,8 +393,9 @@ def test_gradescope_grades_as_grade_does_in_container_mode(platforms, reference_
     assert _scores(results["tests"]) == reference_with_bubblewrap == {**FULL, **BONUS}
     assert results["score"] == 14 and "isolation: container" in results["output"]
     assert "bubblewrap cannot start here" in results["output"]
-    part8 = [t for t in results["tests"] if "by hand" in t["name"]]
-    assert len(part8) == 1 and part8[0]["max_score"] == 0
+    assert set(gradescope_shows(results).values()) == {"passed"}  # full marks: no red test
+    assert not [t for t in results["tests"] if "by hand" in t["name"]]
+    assert "part 8 (discussion, 3 points): graded by hand" in results["output"]
     source = platforms["gradescope"] / "source"
     assert not os.stat(source).st_mode & 0o007  # closed to the notebook's user
     assert not os.stat(platforms["gradescope"] / "results").st_mode & 0o007
@@ -390,6 +426,9 @@ def test_prairielearn_grades_as_grade_does_in_container_mode(platforms, referenc
     assert results["gradable"] is True and results["score"] == 1.0, results
     assert _scores(results["tests"], "points") == reference_with_bubblewrap
     assert "isolation: container" in results["output"]
+    shown = prairielearn_shows(results)
+    assert shown.pop("discussion - graded by hand") == "information"
+    assert set(shown.values()) == {"correct"}
 
     results, done = _prairielearn(platforms, None)
     assert results["gradable"] is False and "no notebook" in results["message"]

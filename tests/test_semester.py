@@ -1,11 +1,14 @@
 """A semester walked the way the instructor guide (``autograder/README.md``) walks it.
 
-Three real gradings in all (module fixture): a first batch (Alice's reference answers with a
+Four real gradings in all (module fixture): a first batch (Alice's reference answers with a
 hostile part 8 answer, Mallory's untouched release saved as ``mallory/alice.ipynb``, Dan's
 two files of which the newer is broken, and a link to the solution notebook), nbgrader's own
 ``autograde`` run by hand in the course folder (plain and ``--force``) and through
 formgrader's API, a late batch into the same ``--out`` (Carol), part 8 graded as formgrader
-grades it, then ``python -m autograder export``. Every command is the guide's.
+grades it (Alice 2.5, Carol 2), Carol's resubmission 154 minutes after the deadline with
+``--deadline`` and ``--late-penalty 10%/day``, then ``python -m autograder export``. Every
+command is the guide's; after each one, ``grades.csv``, the change lines and the feedback pages
+must say the same thing, and the pages nothing meant for graders.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
@@ -27,6 +31,10 @@ from tests.submissions.course import course_submission
 pytestmark = [pytest.mark.rom, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The deadline of the resubmission run, and the times of the files (the first ones on time).
+DEADLINE = "2026-03-01T23:59+01:00"
+ON_TIME = datetime(2026, 3, 1, 20, 0, tzinfo=timezone.utc).timestamp()
+LATE_154_MINUTES = datetime(2026, 3, 2, 1, 32, 10, tzinfo=timezone.utc).timestamp()
 HOSTILE_ANSWER = (
     "The score rose to 600.\n\n<script>document.title = 'PWNED'</script>\n\n"
     "<img src=x onerror=\"document.title='PWNED'\">\n\n[my curves](javascript:alert('PWNED'))"
@@ -87,6 +95,8 @@ def semester(tmp_path_factory):
     nbformat.write(alice, inbox / "alice" / "a2c.ipynb")
     (inbox / "mallory").mkdir()
     (inbox / "mallory" / "alice.ipynb").write_bytes((ROOT / "notebooks" / "a2c.ipynb").read_bytes())
+    for path in (inbox / "alice" / "a2c.ipynb", inbox / "mallory" / "alice.ipynb"):
+        os.utime(path, (ON_TIME, ON_TIME))
     (inbox / "dan").mkdir()
     (inbox / "dan" / "a2c.ipynb").write_bytes((ROOT / "notebooks" / "a2c.ipynb").read_bytes())
     os.utime(inbox / "dan" / "a2c.ipynb", (1e9, 1e9))
@@ -94,6 +104,11 @@ def semester(tmp_path_factory):
     (inbox / "eve.ipynb").symlink_to(ROOT / "solutions" / "a2c.ipynb")
     late.mkdir()
     nbformat.write(course_submission(), late / "carol.ipynb")
+    os.utime(late / "carol.ipynb", (ON_TIME, ON_TIME))
+    resubmit = home / "resubmit" / "carol"
+    resubmit.mkdir(parents=True)
+    nbformat.write(course_submission(), resubmit / "a2c.ipynb")
+    os.utime(resubmit / "a2c.ipynb", (LATE_154_MINUTES, LATE_154_MINUTES))
 
     found: dict = {"home": home, "inbox": inbox, "late_dir": late}
     grading = ["grade-all", "submissions", "--out", "grading-output"]
@@ -122,13 +137,50 @@ def semester(tmp_path_factory):
 
     found["late"] = _run(*grading[:1], "late", *grading[2:], "--course", "a2c-grading", cwd=home)
     found["rows2"] = _rows(out)
+    found["history2"] = (out / "history.txt").read_text()
 
     from nbgrader.api import Gradebook  # part 8, as formgrader's grade handler stores it
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        grade = gradebook.find_grade("discussion", "a2c", "a2c", "alice")
-        grade.manual_score, grade.needs_manual_grade = 2.5, False
+        for student, score in (("alice", 2.5), ("carol", 2.0)):
+            grade = gradebook.find_grade("discussion", "a2c", "a2c", student)
+            grade.manual_score, grade.needs_manual_grade = score, False
         gradebook.db.commit()
+
+    found["resubmission"] = _run(
+        *grading[:1],
+        "resubmit",
+        *grading[2:],
+        "--course",
+        "a2c-grading",
+        "--deadline",
+        DEADLINE,
+        "--late-penalty",
+        "10%/day",
+        cwd=home,
+    )
+    found["rows_resubmission"] = _rows(out)
+    found["pages_resubmission"] = {
+        student: (out / "feedback" / f"{student}.html").read_text(encoding="utf-8")
+        for student in ("alice", "carol")
+    }
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        submission = gradebook.find_submission_notebook("a2c", "a2c", "carol")
+        found["carol_comment"] = next(
+            c.manual_comment or "" for c in submission.comments if c.name == "discussion"
+        )
+    found["exchange"] = _run(  # what JupyterLab's nbgrader panels ask in the course folder
+        "-c",
+        "import os; from nbgrader.apps import NbGrader; from nbgrader.auth import Authenticator;"
+        "from nbgrader.coursedir import CourseDirectory; from nbgrader.exchange import ExchangeFactory;"
+        "app = NbGrader(); app.config_file_paths.append(os.getcwd()); app.load_config_file();"
+        "config = app.config;"
+        "lister = ExchangeFactory(config=config).List(coursedir=CourseDirectory(config=config),"
+        " authenticator=Authenticator(config=config), config=config);"
+        "print('assignments:', lister.start())",
+        cwd=course,
+        module="",
+    )
     found["export"] = _run("export", "--course", "a2c-grading", "--out", "grading-output", cwd=home)
     found["rows3"] = _rows(out)
     found["nbgrader_export"] = _run("export", "--to", "lms.csv", cwd=course, module="nbgrader")
@@ -145,6 +197,7 @@ def test_first_batch_names_students_by_folder_and_refuses_links(semester):
     assert alice["discussion"] == "not graded yet" and alice["sandboxed"] == "yes"
     assert alice["file"].endswith("submissions/alice/a2c.ipynb")
     assert mallory["status"] == "graded" and mallory["total"] == "0"
+    assert mallory["discussion"] == "0"  # left as the stub: scored 0 by nbgrader, no grading
     assert mallory["file"].endswith("submissions/mallory/alice.ipynb")
     dan = rows["dan"]
     assert dan["status"].startswith("unreadable") and dan["sandboxed"] == "not run"
@@ -163,7 +216,7 @@ def test_a_late_batch_adds_its_student_and_keeps_every_other_row(semester):
     assert {key: after[key] for key in before} == before
     assert "added    carol: 14 of 15" in late.stdout
     assert "kept     4 earlier row(s) as they were" in late.stdout
-    history = (semester["home"] / "grading-output" / "history.txt").read_text()
+    history = semester["history2"]
     assert history.count("--- ") == 2 and "added    mallory" in history
     # the progress log of a finished run is gone: grades.csv holds its rows
     assert not (semester["home"] / "grading-output" / "progress.jsonl").exists()
@@ -223,6 +276,56 @@ def test_formgrader_gets_sanitized_markdown(semester):
         assert active not in markdown.replace("&lt;script", ""), active
 
 
+def test_the_run_after_formgrader_says_what_it_changed_and_remakes_those_pages(semester):
+    """Part 8 typed in formgrader (Alice 2.5, Carol 2), then Carol resubmits 154 minutes late
+    with --late-penalty 10%/day: the change lines name both rows and why, grades.csv and every
+    page say the same totals, and Carol's earlier part 8 is set aside, in grader words only
+    where graders work."""
+    done, rows, pages = (
+        semester["resubmission"],
+        semester["rows_resubmission"],
+        semester["pages_resubmission"],
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    alice, carol = rows["alice"], rows["carol"]
+    assert (alice["discussion"], alice["total"]) == ("2.5", "16.5")
+    assert (carol["discussion"], carol["total"], carol["raw_total"]) == (
+        "not graded yet",
+        "12.5",
+        "14",
+    )
+    assert (carol["minutes_late"], carol["late_penalty"]) == ("154", "1.5")
+    assert "part 8 of an earlier submission (discussion): 2 of 3" in carol["notes"]
+    out = done.stdout
+    assert (
+        "replaced carol: 14 of 15 (part 8 not graded yet) -> 12.5 of 15 (late penalty 1.5 from 14)"
+        " (part 8 not graded yet): part 8 of an earlier submission (discussion): 2 of 3 set aside"
+    ) in out
+    assert (
+        "updated  alice: 14 of 15 (part 8 not graded yet) -> 16.5 of 15: part 8 (discussion) "
+        "read from the gradebook"
+    ) in out
+    assert "kept     3 earlier row(s) as they were" in out  # mallory, dan, the link
+    assert "a2c: 16.5 / 15.0 points (final: every part graded)" in pages["alice"]
+    assert "a2c: 12.5 / 15.0 points so far; part 8: not graded yet" in pages["carol"]
+    assert "14.0 points before the late penalty, 1.5 taken off for lateness" in pages["carol"]
+    # the words for graders stay in formgrader's comment box, off the student's page
+    comment = semester["carol_comment"]
+    assert comment.startswith("Part 8 of an earlier submission (discussion): 2 of 3")
+    assert "formgrader's total are before it" in comment
+    for grader_words in ("Part 8 of an earlier submission", "type the same score", "formgrader's"):
+        assert grader_words not in pages["carol"], grader_words
+
+
+def test_jupyterlab_in_the_course_folder_finds_the_exchange(semester):
+    """Do nbgrader's panels (what JupyterLab and formgrader ask in the course folder) find an
+    exchange, so that they list nothing instead of warning that it cannot be created?"""
+    done = semester["exchange"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "assignments: []" in done.stdout
+    assert (semester["home"] / "a2c-grading" / "exchange").is_dir()
+
+
 def test_export_reads_part_8_from_the_gradebook_and_finalises_feedback(semester):
     """After formgrader: Alice 16.5 of 15 (bonus included), Carol still 'not graded yet'."""
     done, rows = semester["export"], semester["rows3"]
@@ -230,7 +333,7 @@ def test_export_reads_part_8_from_the_gradebook_and_finalises_feedback(semester)
     alice, carol = rows["alice"], rows["carol"]
     assert (alice["discussion"], alice["total"], alice["max_total"]) == ("2.5", "16.5", "15")
     assert "not graded yet" not in alice["notes"]
-    assert carol["discussion"] == "not graded yet" and carol["total"] == "14"
+    assert carol["discussion"] == "not graded yet" and carol["total"] == "12.5"
     assert "part 8 graded for 2 of 3 graded student(s)" in done.stdout  # Mallory's blank: 0
     assert "part 8 not graded yet: carol" in done.stdout
     out = semester["home"] / "grading-output" / "feedback"
@@ -246,5 +349,6 @@ def test_nbgrader_export_uses_the_same_totals(semester):
     lms = semester["lms"]
     assert (lms["alice"]["score"], lms["alice"]["max_score"]) == ("16.5", "15")
     assert (lms["alice"]["part_8"], lms["alice"]["complete"]) == ("2.5", "yes")
-    assert lms["carol"]["part_8"] == "not graded yet" and lms["carol"]["score"] == "14"
+    assert lms["carol"]["part_8"] == "not graded yet" and lms["carol"]["score"] == "12.5"
+    assert (lms["carol"]["raw_score"], lms["carol"]["late_submission_penalty"]) == ("14", "1.5")
     assert lms["carol"]["complete"] == "no: part 8 not graded yet"

@@ -12,7 +12,10 @@ from typing import Any
 
 from autograder.core.judges import BONUS_PARTS
 
-__all__ = ["CoursePoints", "course_points"]
+__all__ = ["NOT_GRADED_YET", "CoursePoints", "course_points"]
+
+#: What every report says of a hand-graded part that has no score yet (never 0).
+NOT_GRADED_YET = "not graded yet"
 
 
 @dataclass(frozen=True)

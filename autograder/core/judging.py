@@ -43,10 +43,14 @@ import numpy as np
 from autograder.core.channel import RecordError, validate_record
 from autograder.core.judges import PART_KEYS, PART_NAMES, part_module, subchecks
 from autograder.core.judges.base import CheckFailed, SubCheck, reference_observation
+from autograder.core.report import points_text
 from autograder.sandboxed.grading_runtime.harness import run_steps
 from solutions import reference
 
 __all__ = [
+    "FAILED",
+    "HELD",
+    "PASSED",
     "PartResult",
     "SubResult",
     "grade_part",
@@ -74,6 +78,11 @@ def new_seed() -> int:
     return secrets.randbits(63)
 
 
+#: How a sub-check's line starts: it earned its points, failed, or holds but waits for the part's
+#: values to be right (a gated property: :mod:`autograder.core.judges.base`).
+PASSED, FAILED, HELD = "PASS", "FAIL", "NOT CREDITED YET"
+
+
 @dataclass(frozen=True)
 class SubResult:
     """The outcome of one sub-check, with its share of the points."""
@@ -83,6 +92,12 @@ class SubResult:
     points: float  #: what this sub-check is worth
     passed: bool
     message: str
+    #: the property holds, but earns nothing until the part's gate sub-checks pass
+    held: bool = False
+
+    @property
+    def label(self) -> str:
+        return PASSED if self.passed else HELD if self.held else FAILED
 
 
 @dataclass(frozen=True)
@@ -101,9 +116,10 @@ class PartResult:
     def feedback(self) -> str:
         """The text shown under the graded cell: a header and one line per sub-check."""
         name = PART_NAMES.get(self.part_key, self.part_key)
-        lines = [f"Part '{self.part_key}' ({name}): {self.score:g} / {self.max_points:g} points"]
+        score, top = points_text(self.score), points_text(self.max_points)
+        lines = [f"Part '{self.part_key}' ({name}): {score} / {top} points"]
         for sub in self.subresults:
-            line = f"  {'PASS' if sub.passed else 'FAIL'} [{sub.points:.2f} pt] {sub.title}"
+            line = f"  {sub.label} [{sub.points:.2f} pt] {sub.title}"
             if not sub.passed:
                 line += f" -- {sub.message}"
             lines.append(textwrap.fill(line, width=110, subsequent_indent=" " * 9))
@@ -246,19 +262,21 @@ def _judge(
     verdicts = {check.key: _verdict(check, steps, records) for check in checks}
     gate = part_module(part_key).GATE
     gate_open = all(verdicts[key][0] for key in gate)
+    titles = {check.key: check.title for check in checks}
+    failed_gate = [f'"{titles[key]}"' for key in gate if not verdicts[key][0]]
     closed = (
-        "not credited: a property counts once the part's values are right, and "
-        + ", ".join(f"'{key}'" for key in gate)
-        + " failed"
+        "your code has this property; its points count once the part's values are right, "
+        f"and {' and '.join(failed_gate)} did not pass"
     )
     total_weight = sum(check.weight for check in checks)
     results = []
     for check in checks:
         passed, message, _ = verdicts[check.key]
-        if check.gated and passed and not gate_open:
+        held = check.gated and passed and not gate_open
+        if held:
             passed, message = False, closed
         share = max_points * check.weight / total_weight
-        results.append(SubResult(check.key, check.title, share, passed, message))
+        results.append(SubResult(check.key, check.title, share, passed, message, held))
     earned = sum(result.points for result in results if result.passed)
     score = min(max_points, max(0.0, round(float(earned), 6)))
     malformed = any(verdict[2] for verdict in verdicts.values())

@@ -4,7 +4,9 @@
 * :func:`printable` strips control characters and terminal escapes from text that came from a
   submission (student ids, file names, notes, feedback), so that a notebook cannot draw a
   fake ``status: graded`` line, clear the screen or retitle the terminal;
-* :func:`csv_cell` neutralises a CSV cell that a spreadsheet would run as a formula.
+* :func:`csv_cell` neutralises a CSV cell that a spreadsheet would run as a formula;
+* :func:`points_text` writes points as students read them (at most two decimals; the grades
+  CSV keeps more).
 
 The grades CSV, the summary and the histogram of ``grade-all`` are :mod:`autograder.nbgrader.class_reports`.
 """
@@ -16,7 +18,7 @@ import re
 from autograder.core.judges import BONUS_PARTS
 from autograder.core.results import GradeResult
 
-__all__ = ["csv_cell", "format_table", "printable"]
+__all__ = ["csv_cell", "format_table", "points_text", "printable"]
 
 #: CSI / OSC / other ESC sequences, then any C0 or C1 control character but tab and newline.
 _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
@@ -30,6 +32,11 @@ def printable(text: object) -> str:
     do Unicode line separators and bidirectional overrides.
     """
     return _CONTROLS.sub("", _ESCAPES.sub("", str(text)))
+
+
+def points_text(points: float) -> str:
+    """Points as students read them: at most two decimals (``0.92``, ``1``, ``11.18``)."""
+    return f"{round(float(points), 2):g}"
 
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
@@ -60,13 +67,22 @@ def format_table(result: GradeResult, feedback: bool = True) -> str:
     if not result.sandboxed:
         lines.append("WARNING: NOT SANDBOXED: the notebook ran outside the sandbox (the notes say with whose rights)")
     mark = "" if result.graded else "*"
-    label = "total" + (" so far" if result.manual else "")
+    label = "total" + (" so far" if result.waiting else "")
     width = max([len("part"), len(label), *map(len, result.parts), *map(len, result.manual)])
     lines.append(f"{'part':<{width}}  {'score':>7}  {'max':>5}")
     for key, part in result.parts.items():
         lines.append(f"{key:<{width}}  {part.score:>6.2f}{mark:1}  {part.max:>5g}")
     for name, points in result.manual.items():
-        lines.append(f"{name:<{width}}  {'-':>7}  {points:>5g}  not graded yet (part 8, by hand)")
+        if name in result.hand_scores:
+            score = result.hand_scores[name]
+            lines.append(
+                f"{name:<{width}}  {score:>6.2f}{mark:1}  {points:>5g}  left as the stub: "
+                "scored by nbgrader, needs no grading"
+            )
+        else:
+            lines.append(
+                f"{name:<{width}}  {'-':>7}  {points:>5g}  not graded yet (part 8, by hand)"
+            )
     lines.append(f"{label:<{width}}  {result.total:>6.2f}{mark:1}  {result.max_total:>5g}")
     if not result.graded:
         lines.append(f"* NOT A GRADE ({printable(result.status.split(':')[0])}): review first")
@@ -76,10 +92,11 @@ def format_table(result: GradeResult, feedback: bool = True) -> str:
             f"(bonus: {', '.join(bonus)}; its points count in the total, above full marks)"
         )
     if result.manual:
+        waits = "; the total leaves out part 8 until it is graded (grade-all --course, then "
+        waits += "formgrader)"
         lines.append(
             f"full marks: {result.max_total:g} = {result.autograded_max:g} autograded + "
-            f"{sum(result.manual.values()):g} graded by hand; the total leaves out part 8 "
-            "until it is graded (grade-all --course, then formgrader)"
+            f"{sum(result.manual.values()):g} graded by hand{waits if result.waiting else ''}"
         )
     for note in [*result.notes, *result.unfinished_notes()]:
         lines.append(f"note: {printable(note)}")

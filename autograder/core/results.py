@@ -73,6 +73,9 @@ class GradeResult:
     isolation: str = "bubblewrap"
     #: manually graded cells: grade_id -> max points (scored later, by hand)
     manual: dict[str, float] = field(default_factory=dict)
+    #: the points nbgrader gave a manually graded cell by itself: an answer left as the stub
+    #: scores 0 and needs no grading (grade_id -> points; the other cells wait for a grader)
+    hand_scores: dict[str, float] = field(default_factory=dict)
     source: str = ""  #: the submitted file
     seconds: float = 0.0
     #: where the time went: "sandbox", "judge", "record", "probe:<part>" (seconds)
@@ -84,7 +87,14 @@ class GradeResult:
 
     @property
     def total(self) -> float:
-        return round(sum(part.score for part in self.parts.values()), 6)
+        """The autograded points and the hand-graded ones known so far (:attr:`hand_scores`)."""
+        scores = [part.score for part in self.parts.values()]
+        return round(sum(scores) + sum(self.hand_scores.values()), 6)
+
+    @property
+    def waiting(self) -> list[str]:
+        """The manually graded cells that wait for a grader (not scored by nbgrader itself)."""
+        return [name for name in self.manual if name not in self.hand_scores]
 
     @property
     def autograded_max(self) -> float:
@@ -123,6 +133,7 @@ class GradeResult:
             "sandboxed": self.sandboxed,
             "isolation": self.isolation,
             "manual": dict(self.manual),
+            "hand_scores": dict(self.hand_scores),
             "source": self.source,
             "seconds": self.seconds,
             "timings": dict(self.timings),
@@ -143,6 +154,7 @@ class GradeResult:
             sandboxed=bool(data.get("sandboxed", True)),
             isolation=str(data.get("isolation", "bubblewrap")),
             manual={str(k): float(v) for k, v in dict(data.get("manual", {})).items()},
+            hand_scores={str(k): float(v) for k, v in dict(data.get("hand_scores", {})).items()},
             source=str(data.get("source", "")),
             seconds=float(data.get("seconds", 0.0)),
             timings={str(k): float(v) for k, v in dict(data.get("timings", {})).items()},

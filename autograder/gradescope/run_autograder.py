@@ -2,11 +2,13 @@
 
 The results follow Gradescope's autograder specification: ``score`` (the autograded total,
 bonus included; 0 when the notebook could not be graded), ``execution_time`` (seconds),
-``output`` (status, isolation mode, notes), and one ``tests`` entry per part with ``name``,
-``score``, ``max_score``, ``output`` (the hidden tests' feedback, which names the failing case
-and never the expected values) and ``visibility``. The bonus part is its own test; part 8 is a
-test worth 0 that says it is graded by hand (a separate, manually graded Gradescope question).
-The grader's own log stays hidden from students (``stdout_visibility``).
+``output`` (status, isolation mode, notes, and that part 8 is graded by hand), and one
+``tests`` entry per autograded part with ``name``, ``score``, ``max_score``, ``status``
+(``"passed"`` at full marks, else ``"failed"``: the two values Gradescope documents),
+``output`` (the hidden tests' feedback, which names the failing case and never the expected
+values) and ``visibility``. The bonus part is its own test. Part 8 has no test: on Gradescope it
+is a question of its own, graded by hand, and a test for it could only pass or fail a part
+nobody has read yet. The grader's own log stays hidden from students (``stdout_visibility``).
 """
 
 from __future__ import annotations
@@ -35,14 +37,15 @@ VISIBILITY = "visible"  #: the hidden tests' feedback is written for students
 def gradescope_results(result: Any, seconds: float) -> dict[str, Any]:
     """Gradescope's ``results.json`` for a :class:`~autograder.core.results.GradeResult`."""
     tests = []
-    for number, row in enumerate(part_rows(result), start=1):
+    autograded = [row for row in part_rows(result) if not row.manual]
+    for number, row in enumerate(autograded, start=1):
         tests.append(
             {
                 "name": row.name,
                 "number": str(number),
-                "score": 0.0 if row.manual else row.score,
-                "max_score": 0.0 if row.manual else row.max_score,
-                "status": "passed" if row.score >= row.max_score and not row.manual else "failed",
+                "score": row.score,
+                "max_score": row.max_score,
+                "status": "passed" if row.score >= row.max_score else "failed",
                 "output": row.output,
                 "visibility": VISIBILITY,
             }

@@ -14,8 +14,9 @@ graded, every report says ``not graded yet``, never 0.
   ``minutes_late``: :mod:`autograder.nbgrader.submission_times`; ``total`` is ``raw_total`` less ``late_penalty``,
   :mod:`autograder.nbgrader.late_penalty`; ``notes`` names every cell that raised, every part that did
   not finish, a student not on the roster). A later run into the same folder **merges by
-  student**: a student graded again gets the new row, every other row stays, and
-  what changed is printed (and appended to ``history.txt``). ``discussion`` and ``total`` are
+  student**: a student graded again gets the new row, every other row stays but for what the
+  course changed (part 8 typed in formgrader, a new late-penalty rule), and what changed is
+  printed, with why (:mod:`autograder.nbgrader.change_lines`; appended to ``history.txt``). ``discussion`` and ``total`` are
   read from the gradebook of ``--course`` (or refreshed by ``python -m autograder export``).
   A row whose status is not ``graded`` has empty score columns (its provisional total is in
   ``notes``). Columns added by hand are kept as they are. Every text cell is made safe for
@@ -39,10 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from autograder.core.collect import Problem, Submission
-from autograder.core.course_points import CoursePoints, course_points
+from autograder.core.course_points import NOT_GRADED_YET, CoursePoints, course_points
 from autograder.core.judges import PART_NAMES
-from autograder.core.report import csv_cell
+from autograder.core.report import csv_cell, points_text
 from autograder.core.results import GradeResult
+from autograder.nbgrader.change_lines import change_lines, row_key
 from autograder.nbgrader.folders import keep_received
 from autograder.nbgrader.gradebook_session import gradebook_session
 from autograder.nbgrader.late_penalty import (
@@ -80,7 +82,6 @@ __all__ = [
     "write_rows",
 ]
 
-NOT_GRADED_YET = "not graded yet"
 HEAD = ["student", "status", "total", "max_total"]
 TAIL = ["submitted_at", "submitted_from", "minutes_late", "raw_total", "late_penalty"]
 TAIL += ["sandboxed", "notes"]
@@ -134,11 +135,6 @@ def _fmt(value: float) -> str:
     return f"{round(value, 6):g}"
 
 
-def _row_key(row: dict[str, str]) -> str:
-    """Rows are merged by student; a file nobody could be named for, by its file."""
-    return row.get("student") or f"file:{row.get('file', '')}"
-
-
 def result_row(result: GradeResult, points: CoursePoints, when: str, received: str = "") -> dict:
     """The CSV row of one grading (part 8 ``not graded yet`` until :func:`refresh_manual`)."""
     ran = not result.status.startswith(("unreadable", "not graded"))
@@ -161,7 +157,10 @@ def result_row(result: GradeResult, points: CoursePoints, when: str, received: s
         note = f"provisional total {_fmt(result.total)} (not a grade)"
         row["notes"] = "; ".join(filter(None, [note, row["notes"]]))
     for name in points.manual:
-        row[name] = NOT_GRADED_YET if result.parts else ""
+        if name in result.hand_scores:  # left as the stub: nbgrader scored it itself
+            row[name] = _fmt(result.hand_scores[name])
+        else:
+            row[name] = NOT_GRADED_YET if result.parts else ""
     _retotal(row, points)
     return row
 
@@ -201,7 +200,8 @@ def apply_late_penalty(
         line = ""
         if penalty and rule is not None:
             line = (
-                f"{LATE_LINE} {late} minute(s) after the deadline; late penalty {_fmt(penalty)} "
+                f"{LATE_LINE} {late} minute(s) after the deadline; late penalty "
+                f"{points_text(penalty)} "
                 f"point(s) ({rule.describe()}). The cells' scores and formgrader's total are "
                 "before it; the final total (grades.csv, the exports, the feedback) is after it."
             )
@@ -257,39 +257,15 @@ def read_rows(path: Path) -> tuple[list[dict[str, str]], list[str]]:
 
 def merge_rows(
     old: Sequence[dict[str, str]], new: Sequence[dict[str, str]]
-) -> tuple[list[dict[str, str]], list[str]]:
-    """``old`` with every student of ``new`` replaced or added; and one line per change."""
-    merged = {_row_key(row): dict(row) for row in old}
-    changes = []
+) -> list[dict[str, str]]:
+    """``old`` with every student of ``new`` replaced or added (columns added by hand kept),
+    sorted by student (rows nobody could be named for last)."""
+    merged = {row_key(row): dict(row) for row in old}
     for row in new:
-        key = _row_key(row)
-        name = row.get("student") or row.get("file", "")
-        before = merged.get(key)
-        if before is None:
-            changes.append(f"added    {name}: {_describe(row)}")
-        else:
-            extra = {k: v for k, v in before.items() if k not in row}  # hand-added columns
-            row = {**row, **extra}
-            was, now = _describe(before), _describe(row)
-            what = f"{was} -> {now}" if was != now else f"{now} (unchanged)"
-            changes.append(f"replaced {name}: {what}")
-        merged[key] = dict(row)
-    kept = len(old) - sum(_row_key(row) in {_row_key(r) for r in new} for row in old)
-    if kept:
-        changes.append(f"kept     {kept} earlier row(s) as they were")
-    rows = sorted(merged.values(), key=lambda row: (row.get("student") == "", _row_key(row)))
-    return rows, changes
-
-
-def _describe(row: dict[str, str]) -> str:
-    status = row.get("status", "")
-    if status == "graded":
-        waiting = any(value == NOT_GRADED_YET for value in row.values())
-        text = f"{row.get('total', '')} of {row.get('max_total', '')}"
-        if _number(row.get("late_penalty", "")):
-            text += f" (late penalty {row['late_penalty']} from {row.get('raw_total', '')})"
-        return text + (" (part 8 not graded yet)" if waiting else "")
-    return status.split(":")[0] or "?"
+        before = merged.get(row_key(row), {})
+        extra = {k: v for k, v in before.items() if k not in row}  # hand-added columns
+        merged[row_key(row)] = {**row, **extra}
+    return sorted(merged.values(), key=lambda row: (row.get("student") == "", row_key(row)))
 
 
 def write_rows(rows: Sequence[dict[str, str]], columns: Sequence[str], path: Path) -> Path:
@@ -342,7 +318,7 @@ def summary_text(rows: Sequence[dict[str, str]], points: CoursePoints) -> str:
     lines.append(points.explain())
     late = [row for row in rows if (_number(row.get("minutes_late", "")) or 0) > 0]
     if late:
-        named = ", ".join(f"{_row_key(row)} ({_lateness(row)})" for row in late)
+        named = ", ".join(f"{row_key(row)} ({_lateness(row)})" for row in late)
         lines.append(f"late: {len(late)} submission(s) after the deadline: {named}")
     if any(_number(row.get("late_penalty", "")) for row in graded):
         lines.append("totals are after the late penalty (grades.csv: raw_total, late_penalty)")
@@ -404,12 +380,13 @@ def save_histogram(rows: Sequence[dict[str, str]], points: CoursePoints, path: P
 @dataclass
 class Written:
     """What :func:`write_outputs` did: the class's rows, the changes, the summary, and the
-    students whose late penalty is not 0 or changed (their feedback is made again)."""
+    students whose feedback page no longer matches their row (made again from the course): a
+    late penalty recorded after their page was made, or an earlier row this run updated."""
 
     rows: list[dict[str, str]]
     changes: list[str]
     summary: str
-    penalised: list[str] = field(default_factory=list)
+    remake_feedback: list[str] = field(default_factory=list)
 
 
 def write_outputs(
@@ -487,16 +464,8 @@ def write_outputs(
             }
         )
     old, old_columns = read_rows(out / "grades.csv")
-    before = {row.get("student"): _number(row.get("late_penalty", "")) for row in old}
-    fresh = apply_late_penalty(new_rows, late_penalty, points)  # the change lines show it
-    rows, changes = merge_rows(old, new_rows)
+    rows = merge_rows(old, new_rows)
     penalties = apply_late_penalty(rows, late_penalty, points)  # a changed rule: every row
-    penalised = sorted(
-        student
-        for student, (value, _) in penalties.items()
-        if (student in fresh and value)
-        or (student not in fresh and (before.get(student) or 0.0) != value)
-    )
     if db_url is not None:
         if course_root is not None:
             by_student = {r.student: times[r.source] for r in results if r.source in times}
@@ -505,6 +474,13 @@ def write_outputs(
             )
         record_penalties(db_url, ASSIGNMENT, NOTEBOOK, penalties, next(iter(points.manual), None))
         refresh_manual(rows, points, db_url)
+    graded = {row_key(row) for row in new_rows}
+    changes, updated = change_lines(old, rows, graded, points.manual)
+    # The pages made while recording came before the penalty; an updated row's page is older.
+    fresh = {row["student"] for row in new_rows if row.get("student")}
+    remake = sorted(
+        {s for s, (value, _) in penalties.items() if s in fresh and value} | set(updated)
+    )
     columns = csv_columns(points, rows, old_columns)
     write_rows(rows, columns, out / "grades.csv")
     summary = summary_text(rows, points)
@@ -514,7 +490,7 @@ def write_outputs(
         log.write(f"--- {when}\n" + "\n".join(changes) + "\n")
     if histogram and any(row.get("status") == "graded" for row in rows):
         save_histogram(rows, points, out / "scores.png")
-    return Written(rows, changes, summary, penalised)
+    return Written(rows, changes, summary, remake)
 
 
 def write_reports(
@@ -532,10 +508,11 @@ def write_reports(
     :func:`~autograder.nbgrader.grader.grade_many`); returns the results sorted by student, each
     ``source`` named as the instructor knows the file, with a result for every file that was
     not graded (duplicates aside). With a course, students without a name get their id as
-    one (:func:`autograder.nbgrader.roster.name_unnamed`), and the feedback of every student whose late
-    penalty is not 0 (or changed) is made again from the course into ``feedback_dir`` with
-    ``make_feedback(course, student)`` (nbgrader's feedback, given by the caller): the page made
-    while recording came before the penalty was written. ``settings``: the class's
+    one (:func:`autograder.nbgrader.roster.name_unnamed`), and the feedback of every student whose
+    page no longer matches the CSV (:attr:`Written.remake_feedback`: a penalty written after the
+    page was made, an earlier row updated with part 8 or a new rule) is made again from the
+    course into ``feedback_dir`` with ``make_feedback(course, student)`` (nbgrader's feedback,
+    given by the caller). ``settings``: the class's
     :class:`~autograder.nbgrader.grader.ClassSettings` (deadline, roster, late penalty), if any."""
     import nbformat
 
@@ -572,7 +549,7 @@ def write_reports(
     )
     if course is not None and feedback_dir is not None and make_feedback is not None:
         graded = {row["student"] for row in written.rows if row.get("status") == "graded"}
-        for student in [name for name in written.penalised if name in graded]:
+        for student in [name for name in written.remake_feedback if name in graded]:
             html = make_feedback(course, student)
             Path(feedback_dir).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(html, Path(feedback_dir) / f"{student}.html")

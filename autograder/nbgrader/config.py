@@ -28,6 +28,18 @@ c.CourseDirectory.course_id = "a2c"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
+# --- the exchange ------------------------------------------------------------------------------
+# This course collects notebooks from a folder or an LMS zip (grade-all), never through nbgrader's
+# exchange (release, fetch and submit between the accounts of one JupyterHub). But nbgrader's
+# JupyterLab panels look for the exchange whenever JupyterLab or formgrader starts in the course
+# folder, and at nbgrader's default, /srv/nbgrader/exchange, they warn that "the exchange directory
+# ... does not exist and could not be created". It is the empty exchange/ folder beside this file,
+# which grade-all --course makes: the panels then list no assignment, and nothing is released or
+# collected through it.
+import os  # noqa: E402
+
+c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
+
 # --- autograde: record the grader's scores, run nothing -----------------------------------------
 # The student's notebook was already run, in a sandbox, by python -m autograder, and every part
 # judged in the grader's own process. nbgrader must not run it again (its kernel would run as the
@@ -86,9 +98,12 @@ c.LimitOutput.max_traceback = 100
 # full marks = autograded points without the bonus + part 8 (15), the bonus above full marks,
 # part 8 "not graded yet" until formgrader has its score (nbgrader's own page says 0.0 / 3.0
 # and counts the bonus in the maximum, 17). nbgrader's feedback template renders markdown
-# unsanitized: SanitizeMarkdown cleans every cell a student could edit first.
+# unsanitized: SanitizeMarkdown cleans every cell a student could edit first. Part 8's comment
+# holds lines written for graders (an earlier submission's score, the late penalty and which
+# totals are before it): StudentComments keeps them in formgrader and off the student's page.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
+    "autograder.nbgrader.student_comments.StudentComments",
     "autograder.nbgrader.steps.CourseTotals",
     "autograder.nbgrader.steps.SanitizeMarkdown",
     "nbgrader.preprocessors.ClearHiddenTests",

@@ -185,13 +185,18 @@ def build_template(
     return template
 
 
+#: The empty folder inside a course that nbgrader's exchange is pointed at (``config.py``).
+EXCHANGE = "exchange"
+
+
 def open_course(folder: Path, source_notebook: Path = SOURCE_NOTEBOOK) -> CourseTemplate:
     """The instructor's persistent nbgrader course in ``folder``, set up on first use.
 
     A missing or empty folder gets the course configuration, the source notebook and
     ``generate_assignment``; an existing course is used as it is, but for its
     ``nbgrader_config.py``, which is brought up to date (the old one is kept beside it as
-    ``nbgrader_config.py.previous``).
+    ``nbgrader_config.py.previous``). Either way the course has an empty :data:`EXCHANGE`
+    folder, where its configuration puts nbgrader's exchange.
     """
     course = CourseTemplate(Path(folder).resolve(), persistent=True)
     source = course.course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
@@ -207,6 +212,9 @@ def open_course(folder: Path, source_notebook: Path = SOURCE_NOTEBOOK) -> Course
         shutil.copyfile(source_notebook, source)
         run_nbgrader(course, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
     bonus_as_extra_credit(course.db_url, ASSIGNMENT, NOTEBOOK)  # an older course too
+    # nbgrader's exchange, which this course does not use: the configuration points it here, so
+    # that JupyterLab's nbgrader panels in the course folder find it (an older course too).
+    (course.course / EXCHANGE).mkdir(exist_ok=True)
     return course
 
 

@@ -19,7 +19,9 @@ __all__ = ["check_gradebook"]
 
 
 def check_gradebook(db_url: str, student: str, result: GradeResult) -> list[str]:
-    """Compare the gradebook's autograded scores with ``result``; fill ``result.manual``.
+    """Compare the gradebook's autograded scores with ``result``; fill ``result.manual`` and
+    ``result.hand_scores`` (a hand-graded answer left as the stub: nbgrader scored it 0 itself,
+    and it needs no grading, with or without a course).
 
     A part 8 score of an earlier submission (:mod:`autograder.nbgrader.part8`) is added to the notes.
 
@@ -36,6 +38,8 @@ def check_gradebook(db_url: str, student: str, result: GradeResult) -> list[str]
             name = grade.name
             if grade.cell_type != "code" or not name.startswith("test_"):
                 result.manual[name] = float(grade.max_score)
+                if grade.manual_score is None and not grade.needs_manual_grade:
+                    result.hand_scores[name] = float(grade.auto_score or 0.0)
                 continue
             key = name[len("test_") :]
             seen.add(key)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from autograder.core.report import points_text
+
 __all__ = ["EARLIER", "earlier_in", "earlier_note", "hold_for_grader"]
 
 #: How the earlier score starts the cell's comment (formgrader shows it beside the score field).
@@ -58,7 +60,8 @@ def hold_for_grader(gradebook: Any, student: str, notebook: str, assignment: str
         if comment is not None:
             kept = _EARLIER_LINE.sub("", comment.manual_comment or "").strip()
             line = (
-                f"{EARLIER} ({grade.name}): {score:g} of {float(grade.max_score):g}; "
+                f"{EARLIER} ({grade.name}): {points_text(score)} of "
+                f"{points_text(float(grade.max_score))}; "
                 "this submission is graded again (type the same score to keep it)."
             )
             comment.manual_comment = "\n".join(filter(None, [line, kept]))

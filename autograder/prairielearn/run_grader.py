@@ -4,8 +4,9 @@ The results follow PrairieLearn's external grading schema: ``gradable``, ``score
 autograded total over full marks, bonus included, at most 1; 0 when the notebook could not be
 graded), ``message`` (the status), ``output`` (status, isolation mode, notes) and one
 ``tests`` entry per part with ``name``, ``description``, ``points``, ``max_points``, ``output``
-(the hidden tests' feedback) and ``message``. Part 8 is a test worth 0 that says it is graded by
-hand (the question's manual points). A job with no notebook, or where student code cannot be
+(the hidden tests' feedback) and ``message``. Part 8 is a test worth 0 of 0 that says it is
+graded by hand (the question's manual points): PrairieLearn shows such a test as information,
+neither passed nor failed. A job with no notebook, or where student code cannot be
 isolated, or whose file is not a readable notebook, is ``gradable: false`` with the reason in
 ``format_errors``: PrairieLearn then counts no attempt.
 """

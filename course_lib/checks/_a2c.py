@@ -32,9 +32,19 @@ _A2C_EXPECTED["loss"] = (
 #: the entropy gradient is 0 at the uniform policy. Norm of all gradients: sqrt(0.10546875).
 _A2C_VALUE_GRAD = [-0.125, 0.0, 0.0625, -0.125]
 _A2C_GRAD_NORM = math.sqrt(0.10546875)
+#: The same batch with value_loss_coef 0.5 and entropy_coef 0.1: the value gradient doubles
+#: (the entropy's gradient is still 0 at the uniform policy).
+_A2C_WEIGHTED = {"value_loss_coef": 0.5, "entropy_coef": 0.1}
+_A2C_WEIGHTED_LOSS = (
+    _A2C_EXPECTED["policy_loss"]
+    + 0.5 * _A2C_EXPECTED["value_loss"]
+    - 0.1 * _A2C_EXPECTED["entropy"]
+)
 
 
-def _a2c_setup(A2C: type, max_grad_norm: float) -> tuple[Any, TableModel, dict[str, Any]]:
+def _a2c_setup(
+    A2C: type, max_grad_norm: float, value_loss_coef: float = 0.25, entropy_coef: float = 0.01
+) -> tuple[Any, TableModel, dict[str, Any]]:
     model = TableModel([[0.0, 0.0]] * 4, _A2C_VALUES)
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)  # so that a step = -clipped gradient
     for p in model.parameters():
@@ -44,8 +54,8 @@ def _a2c_setup(A2C: type, max_grad_norm: float) -> tuple[Any, TableModel, dict[s
         A2C,
         ValuePolicy(model),
         optimizer,
-        value_loss_coef=0.25,
-        entropy_coef=0.01,
+        value_loss_coef=value_loss_coef,
+        entropy_coef=entropy_coef,
         max_grad_norm=max_grad_norm,
     )
     obs = _obs([0, 1, 2, 3])  # (4, 4, 84, 84)
@@ -64,6 +74,20 @@ def _a2c_setup(A2C: type, max_grad_norm: float) -> tuple[Any, TableModel, dict[s
         "state": {"latest_observation": _obs([0, 1]), "env_steps": 2},
     }
     return algo, model, trajectory
+
+
+def _norm_before_clipping(part: str, stats: dict[str, Any], max_grad_norm: float) -> None:
+    """Fail unless ``stats["grad_norm"]`` is the hand-worked norm of the whole gradient."""
+    if not math.isclose(float(stats["grad_norm"]), _A2C_GRAD_NORM, abs_tol=1e-4):
+        _fail(
+            part,
+            f"with max_grad_norm={max_grad_norm:g}, grad_norm should be the total norm of the "
+            "gradient before clipping.",
+            round(_A2C_GRAD_NORM, 5),
+            float(stats["grad_norm"]),
+            "the dashboard compares grad_norm with the clip threshold: report the norm the "
+            "gradient had before it was scaled down.",
+        )
 
 
 def check_a2c(
@@ -130,20 +154,13 @@ def check_a2c(
             -step,
             "no gradient may flow through the advantages in the policy loss: only the value loss moves V.",
         )
-    if not math.isclose(float(stats["grad_norm"]), _A2C_GRAD_NORM, abs_tol=1e-4):
-        _fail(
-            part,
-            "grad_norm should be the total norm before clipping.",
-            round(_A2C_GRAD_NORM, 5),
-            float(stats["grad_norm"]),
-            "report the total gradient norm measured before clipping.",
-        )
+    _norm_before_clipping(part, stats, 10.0)
     _ok(
         f"A2C losses: policy {stats['policy_loss']:.4f}, value {stats['value_loss']:.4f}, "
         f"entropy {stats['entropy']:.4f}, total {stats['loss']:.4f}; advantages detached"
     )
     algo, model, trajectory = _a2c_setup(A2C, max_grad_norm=0.1)
-    _call(part, algo.step, trajectory)
+    clipped = _call(part, algo.step, trajectory)
     moved = torch.cat(
         [
             (model.value_table.detach() - torch.tensor(before)),
@@ -158,7 +175,25 @@ def check_a2c(
             round(float(moved.norm()), 5),
             "clip the gradient after backward(), before the optimizer step.",
         )
+    _norm_before_clipping(part, clipped, 0.1)
     _ok("A2C clips the gradient norm (0.3248 -> 0.1) before the optimizer step")
+    algo, model, trajectory = _a2c_setup(A2C, max_grad_norm=10.0, **_A2C_WEIGHTED)
+    weighted = _call(part, algo.step, trajectory)
+    step = (model.value_table.detach() - torch.tensor(before)).numpy()
+    want = [2 * g for g in _A2C_VALUE_GRAD]
+    if not (
+        math.isclose(float(weighted["loss"]), _A2C_WEIGHTED_LOSS, abs_tol=1e-4)
+        and np.allclose(-step, want, atol=1e-4)
+    ):
+        _fail(
+            part,
+            "with value_loss_coef=0.5 and entropy_coef=0.1 (same batch), the loss and the "
+            "gradient on the values should use these coefficients.",
+            f"loss {_A2C_WEIGHTED_LOSS:.5f}, gradient on the values {want}",
+            f"loss {float(weighted['loss']):.5f}, gradient on the values {(-step).round(5).tolist()}",
+            "use the coefficients A2C was built with, not the course's defaults.",
+        )
+    _ok("A2C uses the value_loss_coef and entropy_coef it was given")
     if Policy is None or make_model is None:
         return
     torch.manual_seed(0)

@@ -1,8 +1,7 @@
-"""Visible checks of the network and the policy: :func:`check_model`, :func:`check_policy`."""
+"""Visible check of the network: :func:`check_model` (Part 1's layers, on uint8 and float input)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -10,29 +9,61 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._common import OBS_SHAPE, _call, _fail, _obs, _ok
-from .fixtures import TableModel
-from .properties import (
-    actions_problem,
-    capture,
-    chi_square_p_value,
-    log_probs_problem,
-    output_pair_problem,
+from ._common import OBS_SHAPE, CheckFailed, _call, _fail, _ok
+from .layers import (
+    NATURE_TEXT,
+    LayerLog,
+    describe_layers,
+    distinct_calls,
+    layer_records,
+    nature_dqn_order,
+    nature_dqn_parameters,
 )
+from .properties import capture, output_pair_problem, student_error
 
 
-def _keys_of(out: Any) -> Any:
-    return sorted(out) if isinstance(out, dict) else type(out).__name__
+def _require_module_parameters(
+    part: str, model: Any, used: list[tuple[str, dict[str, Any]]], A: int
+) -> None:
+    """Fail unless every tensor of the layers the forward pass used is a trainable parameter of
+    ``model``, and the parameters are exactly those of Part 1's network."""
+    own = {id(p) for p in model.parameters()}
+    outside = [
+        tuple(tensor.shape)
+        for _, bound in used
+        for tensor in (bound["weight"], bound.get("bias"))
+        if isinstance(tensor, torch.Tensor) and id(tensor) not in own
+    ]
+    if outside:
+        _fail(
+            part,
+            f"{len(outside)} weight tensor(s) the forward pass uses are not among the module's "
+            f"parameters (shapes {outside[:4]}): the optimizer would never train them.",
+            hint="a layer belongs to the module when it is one of its attributes (or sits in an "
+            "nn.Sequential or nn.ModuleList), not in a plain Python list or dict.",
+        )
+    count = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    if count != nature_dqn_parameters(A):
+        _fail(
+            part,
+            f"the model has {count:,} trainable parameters; Part 1's network with "
+            f"n_actions={A} has {nature_dqn_parameters(A):,}.",
+            hint="no layer beyond the table's, and none frozen.",
+        )
 
 
-def _action_array(actions: Any) -> np.ndarray:
-    if isinstance(actions, torch.Tensor):
-        return actions.detach().cpu().numpy()
-    return np.asarray(actions)
+def _value_head(used: list[tuple[str, dict[str, Any]]]) -> list[torch.Tensor]:
+    """The weight and bias of the value head (the linear layer 512 -> 1)."""
+    for kind, bound in used:
+        if kind == "linear" and tuple(bound["weight"].shape) == (1, 512):
+            return [t for t in (bound["weight"], bound.get("bias")) if isinstance(t, torch.Tensor)]
+    return []
 
 
 def check_model(make_model: Callable[[int], nn.Module]) -> None:
-    """``make_model(n_actions)(obs) -> (logits (N, A), values (N,))`` for uint8 or float obs."""
+    """``make_model(n_actions)(obs) -> (logits (N, A), values (N,))`` for uint8 or float obs:
+    Part 1's layers, the input scaled to [0, 1], a batch of one, every layer trained and saved,
+    a value head that can go negative, an almost uniform first policy."""
     part = "make_model"
     torch.manual_seed(0)
     model = _call(part, make_model, 6)
@@ -40,13 +71,19 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         _fail(part, "make_model must return an nn.Module.", "nn.Module", type(model))
     obs = torch.as_tensor(np.random.default_rng(0).integers(0, 256, (2, *OBS_SHAPE), np.uint8))
     try:
-        out = model(obs)
+        with LayerLog() as log:
+            out = model(obs)
+    except NotImplementedError as error:
+        raise NotImplementedError(f"[{part}] {student_error(error)}") from error
     except RuntimeError as err:
         _fail(
             part,
             f"the model fails on uint8 input (N, 4, 84, 84): {err}",
-            hint="Conv2d refuses uint8 tensors: convert to float (and scale to [0, 1]) in forward.",
+            hint="Conv2d refuses uint8 tensors: the network turns its input into floats in "
+            "[0, 1] itself (Part 1's table, first row).",
         )
+    except Exception as error:  # noqa: BLE001 - any bug in the student's code
+        raise CheckFailed(f"[{part}] {student_error(error)}") from error
     problem = output_pair_problem(capture(out), 2, 6)
     if problem:
         _fail(
@@ -56,8 +93,36 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
             "value, a number without an axis of its own; check each head's output size and the "
             "shapes forward returns.",
         )
+    layers = layer_records(log.calls)
+    if nature_dqn_order(layers, 6) is None:
+        _fail(
+            part,
+            f"the forward pass should use {NATURE_TEXT}.",
+            "Part 1's table",
+            describe_layers(layers),
+            "compare each layer with the table: sizes, kernel, stride, no padding, and the "
+            "two heads on the same 512 features.",
+        )
+    first = log.calls[0][1]["input"].detach().double()
+    if not torch.allclose(first, obs.double() / 255, atol=1e-5):
+        _fail(
+            part,
+            "the first convolution should receive obs / 255 (values in [0, 1]); it received "
+            f"values from {float(first.min()):.4g} to {float(first.max()):.4g}.",
+            hint="Part 1's table starts with the scaling: pixel values of order 1 keep the first "
+            "activations and gradients sane.",
+        )
     logits, values = out
-    float_logits, float_values = _call(part, model, obs.float())
+    as_float = obs.float()
+    kept = as_float.clone()
+    float_logits, float_values = _call(part, model, as_float)
+    if not torch.equal(as_float, kept):
+        _fail(
+            part,
+            "model(obs) changed its float input in place.",
+            hint="an in-place operation on the input (`/=`, `.div_()`) also changes the "
+            "caller's tensor when it is already float; compute a new tensor instead.",
+        )
     if not (
         torch.allclose(logits, float_logits, atol=1e-5)
         and torch.allclose(values, float_values, atol=1e-5)
@@ -72,6 +137,9 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         )
     if not (torch.isfinite(logits).all() and torch.isfinite(values).all()):
         _fail(part, "outputs contain NaN or inf.", actual=logits)
+    problem = output_pair_problem(capture(_call(part, model, obs[:1])), 1, 6)
+    if problem:
+        _fail(part, f"with a batch of one: {problem}", hint="N = 1 is a batch like any other.")
     (logits.sum() + values.sum()).backward()
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     dead = [n for n, p in params if p.grad is None]
@@ -79,7 +147,50 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         _fail(
             part,
             f"these parameters get no gradient: {dead}",
-            hint="are they used in forward? (no .detach(), no numpy inside the model)",
+            hint="are they used in forward? A detached tensor, or a detour through numpy, cuts "
+            "the graph.",
+        )
+    used = distinct_calls(log.calls)
+    _require_module_parameters(part, model, used, 6)
+    torch.manual_seed(1)
+    twin = _call(part, make_model, 6)
+    twin.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        same = all(
+            torch.allclose(a, b, atol=1e-6)
+            for a, b in zip(model(obs), _call(part, twin, obs), strict=True)
+        )
+    if not same:
+        _fail(
+            part,
+            "a second make_model(6) loaded with the first one's state_dict() gives other "
+            "outputs: part of the network is missing from state_dict(), so a checkpoint loses it.",
+            hint="keep every tensor the network needs as a parameter or a buffer of the module.",
+        )
+    with torch.no_grad():
+        head = _value_head(used)
+        for tensor in head:
+            tensor.neg_()
+        mirrored = _call(part, model, obs)[1]
+        for tensor in head:
+            tensor.neg_()
+    if not torch.allclose(mirrored, -values.detach(), atol=1e-5):
+        _fail(
+            part,
+            "with the value layer's weight and bias negated, the values should change sign.",
+            -values.detach(),
+            mirrored,
+            "something after the value layer keeps the values from going negative; returns "
+            "can be negative (lost lives, Pong), so the value head is a plain linear layer.",
+        )
+    top = float(torch.softmax(logits.detach(), dim=-1).max(dim=-1).values.mean())
+    if top > 0.99:
+        _fail(
+            part,
+            f"the untrained policy is already almost deterministic (mean largest action "
+            f"probability {top:.3f} on random frames): it would not explore.",
+            hint="Part 1's initialisation keeps the first logits small, so the first policy is "
+            "almost uniform.",
         )
     four = _call(part, _call(part, make_model, 4), obs)[0]
     if tuple(four.shape) != (2, 4):
@@ -92,86 +203,7 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         )
     n_params = sum(p.numel() for _, p in params)
     _ok(
-        f"make_model: logits (2, 6), values (2,), uint8 and float inputs agree, "
-        f"gradients reach all {len(params)} tensors ({n_params:,} parameters)"
-    )
-
-
-def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = None) -> None:
-    """``Policy(model).act(obs)`` returns actions, logits, log_probs, values; samples softmax(logits)."""
-    part = "Policy"
-    probs = [0.7, 0.2, 0.1]
-    model = TableModel([[math.log(p) for p in probs]], [0.5])
-    policy = _call(part, Policy, model)
-    torch.manual_seed(0)
-    n = 64
-    counts = np.zeros(3)
-    for _ in range(25):
-        out = _call(part, policy.act, _obs([0] * n))
-        if not isinstance(out, dict) or "actions" not in out:
-            _fail(part, "act() must return a dict with the key 'actions'.", "dict", _keys_of(out))
-        counts += np.bincount(_action_array(out["actions"]).reshape(-1), minlength=3)[:3]
-    freq = counts / counts.sum()
-    if chi_square_p_value(counts, np.array(probs)) < 1e-6:
-        greedy = freq[0] > 0.97
-        _fail(
-            part,
-            "actions are (almost) always the most likely one."
-            if greedy
-            else "action frequencies do not follow softmax(logits).",
-            probs,
-            freq.round(3),
-            "the agent must explore: draw each action at random with the probabilities "
-            "softmax(logits), instead of taking the most likely one (the argmax)."
-            if greedy
-            else "Categorical(logits=logits) takes raw logits; Categorical(probs=...) needs a softmax.",
-        )
-    _ok(f"Policy samples softmax(logits): frequencies {freq.round(2).tolist()} for {probs}")
-    if make_model is None:
-        return
-    torch.manual_seed(0)
-    policy = _call(part, Policy, _call(part, make_model, 6))
-    out = _call(part, policy.act, _obs([0, 128, 255]))
-    missing = {"actions", "logits", "log_probs", "values"} - set(out)
-    if missing:
-        _fail(
-            part,
-            f"act() misses the keys {sorted(missing)}.",
-            ["actions", "logits", "log_probs", "values"],
-            sorted(out),
-            "return a dict with these four keys.",
-        )
-    actions, logits, log_probs, values = (
-        out[k] for k in ("actions", "logits", "log_probs", "values")
-    )
-    problem = actions_problem(capture(actions), 3, 6)  # an integer tensor is accepted too
-    if problem:
-        _fail(part, problem, actual=actions, hint="one sampled action index per env.")
-    for name, x, shape in (
-        ("logits", logits, (3, 6)),
-        ("log_probs", log_probs, (3,)),
-        ("values", values, (3,)),
-    ):
-        if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape:
-            _fail(part, f"`{name}` must be a torch tensor of shape {shape}.", shape, x)
-    actions = _action_array(actions)
-    problem = log_probs_problem(
-        log_probs.detach().cpu().numpy(), logits.detach().cpu().numpy(), actions
-    )
-    if problem:
-        _fail(
-            part,
-            problem,
-            actual=log_probs,
-            hint="each entry is the log-probability of the action you returned for that env, "
-            "under the same softmax(logits) it was drawn from (not of a second draw).",
-        )
-    if not (values.requires_grad and log_probs.requires_grad):
-        _fail(
-            part,
-            "values and log_probs must keep their autograd graph (A2C backpropagates through them).",
-            hint="do not wrap act() in torch.no_grad() and do not .detach() its outputs.",
-        )
-    _ok(
-        "Policy.act with your model: actions (3,) integers, logits (3, 6), log_probs (3,), values (3,) with graph"
+        f"make_model: Part 1's layers, input scaled to [0, 1], logits (2, 6), values (2,) and "
+        f"(1,) for one frame, uint8 and float inputs agree, gradients reach all {len(params)} "
+        f"tensors ({n_params:,} parameters), a linear value head, a first policy near uniform"
     )

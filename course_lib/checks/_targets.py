@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from ._common import _as_array, _call, _fail, _obs, _ok, _value_policy
+from .properties import changed_keys, snapshot
 from .properties import has_graph as _has_graph
 
 # ---------------------------------------------------------------------------- targets
@@ -52,11 +53,55 @@ def _target_trajectory() -> dict[str, Any]:
     }
 
 
+#: A second trajectory, T=1, N=2, where env 0's episode ends at the last step: V(obs_0) =
+#: [2, 6], V(latest) = [4, 8], r = [1, 0], gamma 0.5, so v_0 = [1 + 0, 0 + 0.5 * 8] = [1, 4]
+#: (and with GAE, A_0 = v_0 - V(obs_0) = [-1, -2]).
+_LAST_TARGETS = [[1.0, 4.0]]
+_LAST_ADVANTAGES = [[-1.0, -2.0]]
+
+
+def _last_step_trajectory() -> dict[str, Any]:
+    return {
+        "observations": [_obs([2, 6])],
+        "rewards": [np.array([1.0, 0.0], dtype=np.float32)],
+        "resets": [np.array([True, False])],
+        "state": {"latest_observation": _obs([4, 8]), "env_steps": 1},
+    }
+
+
+def _only_read(part: str, before: dict[str, Any], trajectory: dict[str, Any]) -> None:
+    """Fail when the transform changed an entry it should only read."""
+    changed = changed_keys(before, trajectory)
+    if changed:
+        _fail(
+            part,
+            f"your transform changed trajectory entries it should only read: {changed}.",
+            hint="compute the result into new arrays or tensors; an in-place update of the "
+            "trajectory's own arrays (`+=` on them) changes the data the rest of training uses.",
+        )
+
+
+def _ends_at_last_step(part: str, key: str, got: Any, want: list[list[float]]) -> None:
+    """Fail unless ``got`` (``key`` of the last-step trajectory) equals the hand-worked ``want``."""
+    got = _as_array(got, part, key)
+    if got.shape != (1, 2) or not np.allclose(got, want, atol=1e-5):
+        _fail(
+            part,
+            f"wrong `{key}` when an episode ends at the last step: T=1, N=2, r=[[1, 0]], "
+            "resets=[[True, False]], V(obs_0)=[2, 6], V(latest)=[4, 8], gamma=0.5.",
+            np.array(want),
+            got,
+            "an episode that ends at the last step does not bootstrap either: (1 - reset_t) "
+            "also multiplies the value that follows the rollout.",
+        )
+
+
 def check_compute_value_targets(ComputeValueTargets: type) -> None:
     """``ComputeValueTargets(policy, gamma)(trajectory)`` adds n-step targets, shape (T, N), no graph."""
     part = "ComputeValueTargets"
     trajectory = _target_trajectory()
     keys = sorted(trajectory)
+    before = snapshot(trajectory)
     _call(part, _call(part, ComputeValueTargets, _value_policy(), gamma=0.5), trajectory)
     if "value_targets" not in trajectory:
         _fail(
@@ -96,10 +141,16 @@ def check_compute_value_targets(ComputeValueTargets: type) -> None:
         _fail(
             part,
             "value_targets carry an autograd graph.",
-            hint="compute V(latest_observation) under torch.no_grad() (targets are constants).",
+            hint="targets are constants for the loss: the bootstrap value V(latest_observation) "
+            "is computed without recording a graph.",
         )
+    _only_read(part, before, trajectory)
+    last = _last_step_trajectory()
+    _call(part, _call(part, ComputeValueTargets, _value_policy(), gamma=0.5), last)
+    _ends_at_last_step(part, "value_targets", last.get("value_targets", []), _LAST_TARGETS)
     _ok(
-        "ComputeValueTargets: (3, 2) targets [[1.75, 0.5], [1.5, 1.0], [3.0, 5.0]] with the reset, no graph"
+        "ComputeValueTargets: (3, 2) targets [[1.75, 0.5], [1.5, 1.0], [3.0, 5.0]] with the reset, "
+        "no graph, inputs left as they were; a reset at the last step stops the bootstrap"
     )
 
 
@@ -130,6 +181,7 @@ def check_gae(ComputeGAE: type) -> None:
     policy = _value_policy()
     trajectory["values"] = [policy.model(torch.as_tensor(o))[1] for o in trajectory["observations"]]
     keys = sorted(trajectory)
+    before = snapshot(trajectory)
     _call(part, _call(part, ComputeGAE, policy, gamma=0.5, lambda_=0.5), trajectory)
     for key in ("advantages", "value_targets"):
         if key not in trajectory:
@@ -144,7 +196,8 @@ def check_gae(ComputeGAE: type) -> None:
             _fail(
                 part,
                 f"`{key}` carries an autograd graph.",
-                hint="use values[t].detach() and torch.no_grad().",
+                hint="advantages and targets are constants for the loss: compute them from "
+                "the values' numbers, without recording a graph.",
             )
     advantages = _as_array(trajectory["advantages"], part, "advantages")
     if advantages.shape != (3, 2) or not np.allclose(advantages, _GAE_ADVANTAGES, atol=1e-5):
@@ -172,6 +225,12 @@ def check_gae(ComputeGAE: type) -> None:
             targets,
             "the value targets follow from the advantages and the values V_t (part 6).",
         )
+    _only_read(part, before, trajectory)
+    last = _last_step_trajectory()
+    last["values"] = [policy.model(torch.as_tensor(o))[1] for o in last["observations"]]
+    _call(part, _call(part, ComputeGAE, policy, gamma=0.5, lambda_=0.5), last)
+    _ends_at_last_step(part, "advantages", last.get("advantages", []), _LAST_ADVANTAGES)
     _ok(
-        "ComputeGAE: (3, 2) advantages and value_targets = advantages + V, with the reset, no graph"
+        "ComputeGAE: (3, 2) advantages and value_targets = advantages + V, with the reset, no "
+        "graph, inputs left as they were; a reset at the last step stops the bootstrap"
     )

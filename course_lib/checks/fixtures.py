@@ -34,7 +34,7 @@ def read_codes(obs: Any) -> torch.Tensor:
     if not isinstance(obs, torch.Tensor):
         raise TypeError(
             f"the model expects a torch tensor, got {type(obs).__name__}: convert the "
-            "observations with torch.as_tensor(obs, device=...)"
+            "observations to a tensor on the model's device first"
         )
     return obs[:, 0, 0, 0].float().round().long().clamp(0, 255)
 

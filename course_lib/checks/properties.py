@@ -8,12 +8,15 @@ grader (which imports this module; nothing here imports the grader):
 * :func:`output_pair_problem` (a model's ``(logits, values)``), :func:`actions_problem`,
   :func:`log_probs_problem` and :func:`batch_problem` (one merged batch) return ``None`` when
   the property holds and a student-facing sentence when it does not;
+* :func:`snapshot` and :func:`changed_keys` tell which entries of a trajectory a transform
+  changed in place (it should only read them);
 * :func:`has_graph`, :func:`log_softmax`, :func:`chi_square_p_value` and
   :func:`student_error` are the small helpers the checks share.
 """
 
 from __future__ import annotations
 
+import copy
 import linecache
 import traceback
 from pathlib import Path
@@ -26,12 +29,14 @@ __all__ = [
     "array_of",
     "batch_problem",
     "capture",
+    "changed_keys",
     "chi_square_p_value",
     "describe",
     "has_graph",
     "log_probs_problem",
     "log_softmax",
     "output_pair_problem",
+    "snapshot",
     "student_error",
 ]
 
@@ -176,10 +181,11 @@ def output_pair_problem(output: dict[str, Any], n: int, n_actions: int) -> str |
             hint = ""
             if name == "values" and item.get("kind") == "tensor":
                 if got == (n, 1):
-                    hint = ": squeeze the last axis (.squeeze(-1)), else targets - values "
-                    hint += "broadcasts to (N, N)"
+                    hint = ": the value head's output axis of size 1 must go (keep the batch "
+                    hint += "axis), else targets - values broadcasts to (N, N)"
                 elif got == ():
-                    hint = ": .squeeze() also removed the batch axis of size 1; use .squeeze(-1)"
+                    hint = ": removing every axis of size 1 also removed the batch axis when "
+                    hint += "N = 1; remove the value head's output axis only"
             return (
                 f"on uint8 obs (N={n}, 4, 84, 84) with n_actions={n_actions}, {name} should "
                 f"have shape {shape}, got {describe(item)}{hint}"
@@ -200,8 +206,8 @@ def actions_problem(record: dict[str, Any], n: int, n_actions: int) -> str | Non
     ):
         return (
             f"actions should be integers of shape ({n},): a numpy int64 array (or an integer "
-            f"torch tensor), got {describe(record)}: sample action indices, e.g. "
-            "torch.distributions.Categorical(logits=logits).sample()"
+            f"torch tensor), got {describe(record)}: draw one action index per env from "
+            "softmax(logits), not the probabilities themselves"
         )
     if tuple(record.get("shape", ())) != (n,):
         return (
@@ -229,11 +235,14 @@ def log_probs_problem(
     if got.shape != expected.shape:
         hint = f" (shape {got.shape}, expected {expected.shape})"
     elif np.allclose(got, np.exp(expected), rtol=1e-4, atol=atol):
-        hint = " You returned probabilities: take the log (F.log_softmax)."
+        hint = " You returned probabilities: log_probs are their logarithms."
     elif np.allclose(got, np.asarray(logits)[rows, actions], rtol=1e-4, atol=atol):
-        hint = " You returned raw logits: apply F.log_softmax(logits, dim=-1) first."
+        hint = (
+            " You returned raw logits: they become log-probabilities once normalised over the "
+            "actions of each row (the log of the softmax)."
+        )
     elif any(np.allclose(got, log_pi[:, a], rtol=1e-4, atol=atol) for a in range(log_pi.shape[1])):
-        hint = " Pick each row's entry at its own sampled action (gather with the actions)."
+        hint = " Pick each row's entry at its own sampled action, not one action for all rows."
     return f"log_probs are not log_softmax(logits)[i, actions[i]].{hint}"
 
 
@@ -248,6 +257,58 @@ def batch_problem(
             f"{describe(record)}: tensors stay tensors, numpy lists become numpy arrays"
         )
     return None
+
+
+# ------------------------------------------------------------------------------ inputs kept
+def snapshot(trajectory: dict[str, Any]) -> dict[str, Any]:
+    """A copy of every entry of ``trajectory`` (tensors detached and cloned), to compare later."""
+    import torch
+
+    def freeze(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return value.detach().clone()
+        if isinstance(value, dict):
+            return {k: freeze(v) for k, v in value.items()}
+        if isinstance(value, (tuple, list)):
+            return [freeze(v) for v in value]
+        return copy.deepcopy(value)
+
+    return {key: freeze(value) for key, value in trajectory.items()}
+
+
+def _same(old: Any, new: Any) -> bool:
+    import torch
+
+    if isinstance(old, dict):
+        return (
+            isinstance(new, dict)
+            and set(old) == set(new)
+            and all(_same(old[k], new[k]) for k in old)
+        )
+    if isinstance(old, list):
+        return (
+            isinstance(new, (list, tuple))
+            and len(old) == len(new)
+            and all(_same(a, b) for a, b in zip(old, new, strict=True))
+        )
+    if isinstance(old, torch.Tensor):
+        return (
+            isinstance(new, torch.Tensor)
+            and old.shape == new.shape
+            and bool(torch.equal(old, new.detach()))
+        )
+    if isinstance(old, np.ndarray):
+        return (
+            isinstance(new, np.ndarray)
+            and old.shape == new.shape
+            and bool(np.array_equal(old, new))
+        )
+    return old == new
+
+
+def changed_keys(before: dict[str, Any], trajectory: dict[str, Any]) -> list[str]:
+    """The keys of :func:`snapshot` ``before`` whose entry ``trajectory`` no longer holds as it was."""
+    return [key for key in before if not _same(before[key], trajectory.get(key))]
 
 
 # ------------------------------------------------------------------------------ errors

@@ -116,8 +116,9 @@ def same_update(got: np.ndarray, want: np.ndarray, what: str) -> None:
     """Fail unless update ``got`` equals ``want`` up to float32 rounding."""
     if float(np.linalg.norm(got)) == 0.0 and float(np.linalg.norm(want)) > 0.0:
         raise CheckFailed(
-            f"{what}: the parameters did not change; call loss.backward() and then "
-            "optimizer.step() (and zero_grad before backward, not between backward and step)"
+            f"{what}: the parameters did not change: the gradient of the loss must be "
+            "computed and the optimizer must then take its step (clear the old gradients "
+            "before computing the new ones, not between the two)"
         )
     diff, norm = float(np.linalg.norm(got - want)), float(np.linalg.norm(want))
     if not diff <= 1e-3 * norm + 1e-7:
@@ -136,8 +137,9 @@ def require_update(delta: np.ndarray) -> None:
     """Fail when one step left the parameters as they were (nothing to compare then)."""
     if float(np.linalg.norm(delta)) == 0.0:
         raise CheckFailed(
-            "one SGD step did not change the parameters; call loss.backward() and then "
-            "optimizer.step() (and zero_grad before backward, not between backward and step)"
+            "one SGD step did not change the parameters: the gradient of the loss must be "
+            "computed and the optimizer must then take its step (clear the old gradients "
+            "before computing the new ones, not between the two)"
         )
 
 
@@ -149,8 +151,9 @@ def _check_stats(observation: dict[str, Any], case: dict[str, Any]) -> None:
     for key in STAT_KEYS:
         if stats[key].get("kind") != "number":
             raise CheckFailed(
-                f"stats[{key!r}] should be a Python float, got {describe(stats[key])}: use "
-                ".item() (a tensor would keep the graph and the GPU memory alive while you log it)"
+                f"stats[{key!r}] should be a Python float, got {describe(stats[key])}: return "
+                "plain numbers (a tensor would keep the graph and the GPU memory alive while you "
+                "log it)"
             )
 
 

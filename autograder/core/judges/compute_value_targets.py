@@ -111,9 +111,8 @@ def _no_graph(observation: dict[str, Any], case: dict[str, Any]) -> None:
     if observation["value_targets_has_graph"]:
         raise CheckFailed(
             "value_targets carry an autograd graph (requires_grad=True) on input "
-            f"{render(case)}. Targets are constants: compute V(latest_observation) under "
-            "`with torch.no_grad():` (or .detach() it), otherwise the value loss also moves "
-            "the bootstrap value"
+            f"{render(case)}. Targets are constants: compute V(latest_observation) without "
+            "recording a graph, otherwise the value loss also moves the bootstrap value"
         )
 
 
@@ -122,8 +121,8 @@ def _inputs_unchanged(observation: dict[str, Any], case: dict[str, Any]) -> None
     if changed:
         raise CheckFailed(
             f"your transform changed trajectory entries it should only read: {changed} "
-            f"(input: {render(case)}). Work on copies, e.g. `np.stack(trajectory['rewards'])` "
-            "or `torch.as_tensor(...).clone()`, instead of updating the arrays in place"
+            f"(input: {render(case)}). Compute the targets into new arrays or tensors "
+            "instead of updating the trajectory's arrays in place"
         )
 
 

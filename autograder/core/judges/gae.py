@@ -91,8 +91,8 @@ def _no_graph(observation: dict[str, Any], case: dict[str, Any]) -> None:
     for key in ("advantages", "value_targets"):
         if observation[f"{key}_has_graph"]:
             raise CheckFailed(
-                f"{key} carry an autograd graph: compute them from detached values "
-                "(values[t].detach(), or under torch.no_grad())"
+                f"{key} carry an autograd graph: they are constants for the loss, computed "
+                "from the values' numbers without recording a graph"
             )
 
 

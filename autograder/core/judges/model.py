@@ -36,6 +36,13 @@ from autograder.core.judges.base import (
     log_softmax,
 )
 from autograder.sandboxed.grading_runtime import fixtures
+from course_lib.checks.layers import (
+    NATURE_TEXT,
+    NATURE_TRUNK,
+    describe_layers,
+    nature_dqn_order,
+    nature_dqn_parameters,
+)
 from course_lib.checks.properties import output_pair_problem
 
 __all__ = ["GATE", "SUBCHECKS", "draw_cases", "nature_dqn"]
@@ -45,67 +52,18 @@ __all__ = ["GATE", "SUBCHECKS", "draw_cases", "nature_dqn"]
 #: value happens to be positive, so without the second check its verdict would depend on the
 #: grading's draw.
 GATE = ("uint8", "negative_values")
-#: kind, weight shape and stride of the trunk's layers (the heads follow: (A, 512), (1, 512)).
-TRUNK = (
-    ("conv2d", (32, 4, 8, 8), [4, 4]),
-    ("conv2d", (64, 32, 4, 4), [2, 2]),
-    ("conv2d", (64, 64, 3, 3), [1, 1]),
-    ("linear", (512, 3136), None),
-)
-NATURE_TEXT = (
-    "the Nature-DQN network: x = obs / 255, conv 4->32 8x8 stride 4, conv 32->64 4x4 stride 2, "
-    "conv 64->64 3x3 stride 1 (ReLU after each), linear 3136->512 (ReLU), then two linear "
-    "heads 512->n_actions (logits) and 512->1 (values, .squeeze(-1))"
-)
-
-
-def parameter_count(n_actions: int) -> int:
-    """Trainable parameters of the Nature-DQN network with ``n_actions`` actions."""
-    trunk = sum(int(np.prod(shape)) + shape[0] for _, shape, _ in TRUNK)
-    return trunk + 513 * n_actions + 513
-
-
-def _layer_text(layer: dict[str, Any]) -> str:
-    shape = tuple(layer.get("shape", ()))
-    if layer.get("kind") == "conv2d" and len(shape) == 4:
-        stride = layer.get("stride")
-        return f"conv {shape[1]}->{shape[0]} {shape[2]}x{shape[3]} stride {stride}"
-    if layer.get("kind") == "linear" and len(shape) == 2:
-        return f"linear {shape[1]}->{shape[0]}"
-    return f"{layer.get('kind')} {shape}"
 
 
 def _structure(layers: list[dict[str, Any]], n_actions: int) -> list[bool]:
     """Whether each of conv1..3, fc, policy head, value head has a bias; CheckFailed if the
     layers the forward pass used are not the Nature-DQN network's."""
-    used = "; ".join(_layer_text(layer) for layer in layers[:8]) or "no conv2d or linear layer"
-    problem = CheckFailed(f"the model's forward pass should use {NATURE_TEXT}. Yours used: {used}")
-    if len(layers) != 6:
-        raise problem
-    for layer, (kind, shape, stride) in zip(layers[:4], TRUNK, strict=True):
-        if layer.get("kind") != kind or tuple(layer.get("shape", ())) != shape:
-            raise problem
-        if kind == "conv2d" and (
-            layer.get("stride") != stride
-            or layer.get("padding") not in ([0, 0], "valid")
-            or layer.get("dilation") != [1, 1]
-            or layer.get("groups") != 1
-        ):
-            raise problem
-    heads = {tuple(layer.get("shape", ())): layer for layer in layers[4:]}
-    if any(layer.get("kind") != "linear" for layer in layers[4:]) or set(heads) != {
-        (n_actions, 512),
-        (1, 512),
-    }:
-        raise problem
-    ordered = [*layers[:4], heads[(n_actions, 512)], heads[(1, 512)]]
-    biases = []
-    for layer in ordered:
-        bias_shape = layer.get("bias_shape")
-        if bias_shape is not None and list(bias_shape) != [layer["shape"][0]]:
-            raise problem
-        biases.append(bias_shape is not None)
-    return biases
+    ordered = nature_dqn_order(layers, n_actions)
+    if ordered is None:
+        raise CheckFailed(
+            f"the model's forward pass should use {NATURE_TEXT}. Yours used: "
+            f"{describe_layers(layers)}"
+        )
+    return [layer.get("bias_shape") is not None for layer in ordered]
 
 
 @functools.lru_cache(maxsize=8)
@@ -122,7 +80,7 @@ def nature_dqn(
     tensors = [(torch.from_numpy(w).double(), torch.from_numpy(b).double()) for w, b in weights]
     with torch.no_grad():
         x = torch.from_numpy(np.array(obs)).double() * scale
-        for (weight, bias), (_, _, stride) in zip(tensors[:3], TRUNK, strict=False):
+        for (weight, bias), (_, _, stride) in zip(tensors[:3], NATURE_TRUNK, strict=False):
             x = F.relu(F.conv2d(x, weight, bias, stride=stride))
         x = F.relu(F.linear(x.flatten(1), *tensors[3]))
         logits = F.linear(x, *tensors[4])
@@ -176,7 +134,10 @@ def _compare(got, weights, obs: np.ndarray, A: int, n: int) -> None:
     hint = ""
     unscaled = nature_dqn(weights, obs, scale=1.0)
     if all(_close(g, w) for g, w in zip(got, unscaled, strict=True)):
-        hint = " They match the network without the scaling: scale the input by 1/255 (obs.float() / 255)."
+        hint = (
+            " They match the network without the scaling: the network divides its input by "
+            "255 first (Part 1's table)."
+        )
     elif wrong == ["values"] and (
         _close(got[1], np.maximum(want[1], 0)) or _close(got[1], np.logaddexp(want[1], 0))
     ):
@@ -209,8 +170,9 @@ def _float(observation: dict[str, Any], case: dict[str, Any]) -> None:
         raise CheckFailed(f"with float input in [0, 255]: {failure}") from None
     if not observation["drawn"]["float_input_unchanged"]:
         raise CheckFailed(
-            "model(obs) changed its float input in place (e.g. `x = obs.float(); x /= 255`: "
-            ".float() returns the same tensor when obs is already float): use `x = obs.float() / 255`"
+            "model(obs) changed its float input in place: converting a tensor that is already "
+            "float gives the same tensor back, so an in-place division changes the caller's "
+            "observations; compute a new tensor instead"
         )
 
 
@@ -225,7 +187,7 @@ def _n_actions(observation: dict[str, Any], case: dict[str, Any]) -> None:
 
 
 def _size(observation: dict[str, Any], case: dict[str, Any]) -> None:
-    count, want = observation["trainable"], parameter_count(case["n_actions"])
+    count, want = observation["trainable"], nature_dqn_parameters(case["n_actions"])
     if count != want:
         raise CheckFailed(
             f"the model has {count:,} trainable parameters; the Nature-DQN network with "
@@ -237,7 +199,9 @@ def _size(observation: dict[str, Any], case: dict[str, Any]) -> None:
 def _gradients(observation: dict[str, Any], case: dict[str, Any]) -> None:
     for name in ("logits", "values"):
         if not observation[f"{name}_requires_grad"]:
-            raise CheckFailed(f"{name} carry no autograd graph (computed under torch.no_grad()?)")
+            raise CheckFailed(
+                f"{name} carry no autograd graph (computed with gradients switched off?)"
+            )
         if not observation[name]:
             raise CheckFailed(f"the gradient of {name} reaches no parameter of the model")
 
@@ -258,13 +222,13 @@ def _not_saturated(observation: dict[str, Any], case: dict[str, Any]) -> None:
 
 def _registered(observation: dict[str, Any], case: dict[str, Any]) -> None:
     hint = (
-        "keep every layer as an attribute of the module (self.conv = nn.Conv2d(...)), in "
+        "keep every layer as an attribute of the module, in "
         "nn.Sequential or nn.ModuleList, never in a plain Python list or dict"
     )
     outside = observation["outside_parameters"]
     if outside:
         raise CheckFailed(
-            f"{len(outside)} tensor(s) that shape the outputs are not in model.parameters() "
+            f"{len(outside)} tensor(s) that shape the outputs are not among the module's parameters "
             f"(shapes {outside[:4]}): the optimizer never trains them; {hint}"
         )
     if "meta_error" in observation:

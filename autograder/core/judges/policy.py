@@ -132,21 +132,21 @@ def _log_probs(observation: dict[str, Any], case: dict[str, Any]) -> None:
     reached = observation.get("log_probs_reach_model") is True
     if not keys["log_probs"].get("requires_grad") or not reached:
         raise CheckFailed(
-            "log_probs carry no autograd graph to the model's parameters (computed under "
-            "torch.no_grad() or detached?): A2C backpropagates through them"
+            "log_probs carry no autograd graph to the model's parameters (computed with "
+            "gradients switched off, or detached?): A2C backpropagates through them"
         )
 
 
 def _graph(observation: dict[str, Any], case: dict[str, Any]) -> None:
     _types(observation, case)
     for key, why in (
-        ("values", "the critic learns from them (value loss): no .detach() or .item() on values"),
-        ("logits", "the entropy bonus is computed from them: no .detach() on logits"),
+        ("values", "the critic learns from them (value loss): return them as the model made them"),
+        ("logits", "the entropy bonus is computed from them: return them as the model made them"),
     ):
         if observation.get(f"{key}_reach_model") is not True:
             raise CheckFailed(
                 f"{key} carry no autograd graph to the model's parameters (detached or computed "
-                f"under torch.no_grad()?): {why}"
+                f"with gradients switched off?): {why}"
             )
 
 

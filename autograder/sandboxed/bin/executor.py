@@ -34,10 +34,12 @@ def _runtime():
 
     import course_lib.checks
     import course_lib.checks.fixtures
+    import course_lib.checks.layers
     import course_lib.checks.properties
 
     sealed = (grading_runtime, harness, probes, fixtures, record, integrity)
-    sealed += (course_lib.checks, course_lib.checks.fixtures, course_lib.checks.properties)
+    sealed += (course_lib.checks, course_lib.checks.fixtures, course_lib.checks.layers)
+    sealed += (course_lib.checks.properties,)
     return harness, record, integrity.Seal.capture(sealed)
 
 

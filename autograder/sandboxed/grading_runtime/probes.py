@@ -25,18 +25,16 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from course_lib.checks.properties import capture, has_graph
+from course_lib.checks.layers import LayerLog, distinct_calls, layer_records
+from course_lib.checks.properties import capture, changed_keys, has_graph, snapshot
 
 from . import fixtures
 
 __all__ = ["PROBES", "run_probe", "seed_all"]
 
 Observation = dict[str, Any]
-#: At most this many layers are reported.
-MAX_LAYERS = 16
 
 
 def seed_all(seed: int) -> None:
@@ -47,58 +45,6 @@ def seed_all(seed: int) -> None:
 
 
 # ------------------------------------------------------------------------------ model
-class _LayerLog(TorchFunctionMode):
-    """Records every ``conv2d`` and ``linear`` call of a forward pass, with its arguments."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func is F.conv2d or func is F.linear:
-            names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
-            bound = dict(zip(names, args, strict=False)) | kwargs
-            self.calls.append(("conv2d" if func is F.conv2d else "linear", bound))
-        return func(*args, **kwargs)
-
-
-def _pair(value: Any) -> Any:
-    if isinstance(value, str):
-        return value[:20]
-    if isinstance(value, int):
-        return [value, value]
-    return [int(v) for v in value]
-
-
-def _distinct(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """The calls of distinct layers (by weight tensor), in the order the forward pass used them."""
-    found, seen = [], set()
-    for kind, bound in calls:
-        weight = bound.get("weight")
-        if isinstance(weight, torch.Tensor) and id(weight) not in seen:
-            seen.add(id(weight))
-            found.append((kind, bound))
-    return found
-
-
-def _layers(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Each distinct layer: its kind, weight and bias shapes, and the convolutions' settings."""
-    layers = []
-    for kind, bound in _distinct(calls)[:MAX_LAYERS]:
-        weight, bias = bound["weight"], bound.get("bias")
-        layer = {"kind": kind, "shape": list(weight.shape), "bias_shape": None}
-        if isinstance(bias, torch.Tensor):
-            layer["bias_shape"] = list(bias.shape)
-        if kind == "conv2d":
-            layer["stride"] = _pair(bound.get("stride", 1))
-            layer["padding"] = _pair(bound.get("padding", 0))
-            layer["dilation"] = _pair(bound.get("dilation", 1))
-            layer["groups"] = int(bound.get("groups", 1))
-        layers.append(layer)
-    return layers
-
-
 def _load_drawn(model: Any, calls: list[tuple[str, dict[str, Any]]], case: dict[str, Any]) -> str:
     """Copy the case's drawn Nature-DQN weights into the tensors the forward pass used (a
     tensor the forward pass makes anew each time keeps nothing, and its outputs show it).
@@ -107,7 +53,7 @@ def _load_drawn(model: Any, calls: list[tuple[str, dict[str, Any]]], case: dict[
     ``(1, 512)`` value). Returns ``""``, or why the weights could not be loaded.
     """
     A = int(case["n_actions"])
-    used = _distinct(calls)
+    used = distinct_calls(calls)
     shapes = [tuple(bound["weight"].shape) for _, bound in used]
     trunk = [shape for shape, _ in fixtures.NATURE_TRUNK]
     if len(used) != 6 or shapes[:4] != trunk or sorted(shapes[4:]) != sorted([(A, 512), (1, 512)]):
@@ -138,7 +84,9 @@ def _drawn_outputs(model: Any, calls: list[tuple[str, dict[str, Any]]], obs, cas
         observed["float_output"] = capture(model(as_float))
         observed["one_output"] = capture(model(obs[:1]))
         observed["float_input_unchanged"] = bool(torch.equal(as_float, kept))
-        value_head = max(_distinct(calls)[4:], key=lambda call: call[1]["weight"].shape[0] == 1)
+        value_head = max(
+            distinct_calls(calls)[4:], key=lambda call: call[1]["weight"].shape[0] == 1
+        )
         for tensor in (value_head[1]["weight"], value_head[1].get("bias")):
             if isinstance(tensor, torch.Tensor):
                 tensor.neg_()
@@ -166,10 +114,10 @@ def model_net(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observa
         "is_module": isinstance(model, nn.Module),
         "type": capture(model, data=False),
     }
-    with _LayerLog() as log:
+    with LayerLog() as log:
         output = model(obs)
     observed["output"] = capture(output)
-    observed["layers"] = _layers(log.calls)
+    observed["layers"] = layer_records(log.calls)
     parameters = list(model.parameters()) if isinstance(model, nn.Module) else []
     observed["trainable"] = int(sum(p.numel() for p in parameters if p.requires_grad))
     observed.update(_gradients(model, obs))
@@ -414,54 +362,13 @@ def policy_samples(Policy: type, case: dict[str, Any]) -> Observation:
 
 
 # ------------------------------------------------------------------------------ trajectories
-def _snapshot(trajectory: dict[str, Any]) -> dict[str, Any]:
-    def freeze(value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
-            return value.detach().clone()
-        if isinstance(value, dict):
-            return {k: freeze(v) for k, v in value.items()}
-        if isinstance(value, (tuple, list)):
-            return [freeze(v) for v in value]
-        return copy.deepcopy(value)
-
-    return {key: freeze(value) for key, value in trajectory.items()}
-
-
-def _same(old: Any, new: Any) -> bool:
-    if isinstance(old, dict):
-        return (
-            isinstance(new, dict)
-            and set(old) == set(new)
-            and all(_same(old[k], new[k]) for k in old)
-        )
-    if isinstance(old, list):
-        return (
-            isinstance(new, (list, tuple))
-            and len(old) == len(new)
-            and all(_same(a, b) for a, b in zip(old, new, strict=True))
-        )
-    if isinstance(old, torch.Tensor):
-        return (
-            isinstance(new, torch.Tensor)
-            and old.shape == new.shape
-            and bool(torch.equal(old, new.detach()))
-        )
-    if isinstance(old, np.ndarray):
-        return (
-            isinstance(new, np.ndarray)
-            and old.shape == new.shape
-            and bool(np.array_equal(old, new))
-        )
-    return old == new
-
-
 def _returns_probe(call: Callable[..., Any], case: dict[str, Any], keys: tuple[str, ...]):
     policy, trajectory = fixtures.returns_trajectory(case)
-    before = _snapshot(trajectory)
+    before = snapshot(trajectory)
     returned = call(policy, trajectory)
     observed: Observation = {
         "returned": capture(returned, data=False),
-        "changed": [key for key in before if not _same(before[key], trajectory.get(key))],
+        "changed": changed_keys(before, trajectory),
     }
     for key in keys:
         if key in trajectory:

@@ -108,6 +108,7 @@ def make_atari_env(
     frame_skip: int = 4,
     frame_stack: int = 4,
     render_mode: str | None = None,
+    max_game_frames: int = 108_000,
 ) -> gym.Env:
     """Make one Atari env with the Nature-DQN preprocessing: obs ``uint8 (frame_stack, 84, 84)``.
 
@@ -124,6 +125,8 @@ def make_atari_env(
         frame_stack: frames per observation (4 in the Nature DQN).
         render_mode: passed to ``gym.make``; ``"rgb_array"`` makes ``env.render()`` return the
             raw RGB frame ``(210, 160, 3)`` for videos.
+        max_game_frames: emulator frames after which the emulator cuts a game (``truncated``):
+            108,000 frames, 30 minutes of play, the usual Atari cap.
 
     Raises:
         ValueError: a bad env id (the message says which id to use) or a bad argument.
@@ -134,12 +137,17 @@ def make_atari_env(
             f"`render_mode` must be None, 'rgb_array' (frames for videos) or 'human', "
             f"got {render_mode!r}."
         )
+    check_int("max_game_frames", max_game_frames, 1, fix="the usual cap is 108_000 (30 minutes)")
     # No PassiveEnvChecker: it wraps every emulator frame in one more Python call, and
     # tests/test_atari_single_rom.py runs gymnasium's full env checker on the stack instead.
     # obs_type="grayscale": the emulator converts to gray (its palette's luminance, as ale-py's
     # vector env does), so the max over two frames and the resize work on a third of the bytes.
     env = gym.make(
-        game.env_id, obs_type="grayscale", render_mode=render_mode, disable_env_checker=True
+        game.env_id,
+        obs_type="grayscale",
+        render_mode=render_mode,
+        max_num_frames_per_episode=max_game_frames,
+        disable_env_checker=True,
     )
     try:
         return wrap_atari(

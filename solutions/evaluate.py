@@ -1,16 +1,21 @@
-"""Evaluate an agent by its average RAW score over full games.
+"""Score a trained agent by its mean RAW score over full games, with the course's protocol.
 
 Training rewards are clipped to {-1, 0, 1} and every life loss ends a learning episode, so
-neither says how well the agent plays. :func:`evaluate` plays ``games`` complete games (all
-lives) with rewards unclipped and reports the mean game score, the number the course's
-targets are stated in.
+neither says how well the agent plays. The evaluation plays complete games (all lives) with
+the game's own points; what it plays and how is one protocol, written once in
+:mod:`course_lib.evaluation` and shared with the notebook and the grader:
+``COURSE_PROTOCOL`` (10 full games, actions sampled from the policy, up to the emulator's
+108,000-frame cap) by default, ``GRADER_PROTOCOL`` (the grader's default: fewer games, each
+capped) with ``--protocol grader``.
 
-Unbiased with several envs: if we simply kept the first ``games`` games to finish, short
-(usually bad) games would be over-represented. Instead each env is given a fixed quota of
-games up front, and only its first ``quota`` games count.
+Command line::
 
-Usable from the notebook (``evaluate(policy, "SpaceInvadersNoFrameskip-v4", games=5)``) and
-from the command line: ``python -m solutions.evaluate CHECKPOINT --games 10``.
+    python -m solutions.evaluate CHECKPOINT_OR_AGENT [--games 10] [--seed 12345] [--greedy]
+                                 [--max-agent-steps N] [--protocol course|grader]
+
+``CHECKPOINT_OR_AGENT`` is a ``checkpoint.pt`` of ``python -m solutions.train`` or the
+``a2c_agent.json`` a notebook saved (:mod:`course_lib.saved_agent`), loaded into the
+reference network.
 """
 
 from __future__ import annotations
@@ -22,122 +27,43 @@ from course_lib.openmp import passive_openmp
 passive_openmp()
 
 import argparse
-import math
-import warnings
+import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from course_lib import nature_dqn_env
-from course_lib.validation import check_int
+from course_lib.evaluation import (
+    COURSE_PROTOCOL,
+    GRADER_PROTOCOL,
+    evaluate_agent,
+)
 
-from .reference import Policy
+__all__ = ["PROTOCOLS", "describe_scores", "described_evaluation", "main"]
 
-__all__ = ["describe_scores", "described_evaluation", "evaluate", "evaluate_scores", "main"]
-
-#: 108,000 emulator frames (30 minutes of play) = 27,000 agent steps: the usual Atari cap.
-MAX_STEPS_PER_GAME = 27_000
-
-
-def _as_policy(agent: Any) -> Any:
-    if callable(getattr(agent, "act", None)):
-        return agent
-    if isinstance(agent, torch.nn.Module):
-        return Policy(agent)
-    raise TypeError(
-        f"agent must be a Policy (an object with act(obs) -> dict) or the nn.Module of "
-        f"make_model, got {type(agent).__name__}."
-    )
+#: The protocols ``--protocol`` names.
+PROTOCOLS = {"course": COURSE_PROTOCOL, "grader": GRADER_PROTOCOL}
 
 
-def evaluate_scores(
-    agent: Any,
-    env_id: str,
-    games: int = 10,
-    seed: int | None = None,
-    nenvs: int | None = None,
-    greedy: bool = False,
-    max_steps_per_game: int = MAX_STEPS_PER_GAME,
-    backend: str = "auto",
-) -> np.ndarray:
-    """Raw scores of ``games`` full games played by ``agent``, ``float64 (games,)``.
-
-    Args:
-        agent: a policy with ``act(obs) -> dict`` (``"actions"``, and ``"logits"`` if
-            ``greedy``) or the ``nn.Module`` of ``make_model`` (wrapped in ``Policy``).
-        env_id: ALE id, e.g. ``"SpaceInvadersNoFrameskip-v4"``.
-        games: number of complete games (all lives lost, or the time cap) to play.
-        seed: seed of the env batch (env i gets seed + i); ``None`` for a random one.
-        nenvs: games played in parallel; default ``min(games, 8)``.
-        greedy: play argmax(logits) instead of sampling (sampling is what the agent learned
-            with and usually scores better for A2C).
-        max_steps_per_game: a game still running after this many agent steps is cut there and
-            counts with its score so far (with a warning): guards against agents that never
-            lose, e.g. by never pressing FIRE.
-        backend: env batch backend (see ``course_lib.nature_dqn_env``).
-    """
-    check_int("games", games, 1)
-    check_int("max_steps_per_game", max_steps_per_game, 1)
-    if nenvs is None:
-        nenvs = min(games, 8)
-    check_int("nenvs", nenvs, 1, maximum=games, fix="at most one env per game")
-    policy = _as_policy(agent)
-    quota = np.full(nenvs, games // nenvs) + (np.arange(nenvs) < games % nenvs)  # (nenvs,)
-    scores: list[list[float]] = [[] for _ in range(nenvs)]
-    running = np.zeros(nenvs)  # raw score of each env's current game
-    game_steps = np.zeros(nenvs, dtype=np.int64)
-
-    env = nature_dqn_env(env_id, nenvs=nenvs, seed=seed, clip_reward=False, backend=backend)
-    try:
-        obs, _ = env.reset(seed=seed)
-        while any(len(s) < q for s, q in zip(scores, quota, strict=True)):
-            with torch.no_grad():
-                out = policy.act(obs)
-            actions = out["logits"].argmax(-1).cpu().numpy() if greedy else out["actions"]
-            obs, rewards, _, _, infos = env.step(np.asarray(actions, dtype=np.int64))
-            running += rewards  # raw rewards: clip_reward=False
-            game_steps += 1
-            finished = np.asarray(infos.get("_episode", np.zeros(nenvs, bool)), dtype=bool)
-            too_long = game_steps >= max_steps_per_game
-            for i in np.flatnonzero(finished | too_long):
-                if len(scores[i]) < quota[i]:
-                    score = infos["episode"]["r"][i] if finished[i] else running[i]
-                    scores[i].append(float(score))
-                    if not finished[i]:
-                        warnings.warn(
-                            f"evaluate: a game of env {i} ran {max_steps_per_game} agent steps "
-                            f"without ending; counted with its score so far ({running[i]:.0f}).",
-                            stacklevel=2,
-                        )
-            running[finished | too_long] = 0.0
-            game_steps[finished | too_long] = 0
-    finally:
-        env.close()
-    return np.array([score for env_scores in scores for score in env_scores])
-
-
-def evaluate(
-    agent: Any, env_id: str, games: int = 10, seed: int | None = None, **kwargs: Any
-) -> float:
-    """Average raw score over ``games`` full games (see :func:`evaluate_scores` for the options)."""
-    return float(np.mean(evaluate_scores(agent, env_id, games=games, seed=seed, **kwargs)))
-
-
-def described_evaluation(agent: Any, env_id: str, games: int, seed: int) -> dict[str, Any]:
+def described_evaluation(
+    model: torch.nn.Module, env_id: str, games: int, seed: int
+) -> dict[str, Any]:
     """The evaluation at the end of a training run, with what it measured (for summary.json
-    and the end-of-run message): mean and std of the raw scores of ``games`` full games played
-    with actions sampled from the policy, as in training (not greedy)."""
-    scores = evaluate_scores(agent, env_id, games=games, seed=seed, greedy=False)
+    and the end-of-run message): ``games`` full games of the course's protocol, actions sampled
+    from the policy as in training (not greedy)."""
+    protocol = dataclasses.replace(COURSE_PROTOCOL, env_id=env_id, games=games)
+    result = evaluate_agent(model, protocol, seed)
     return {
-        "score": float(np.mean(scores)),
-        "std": float(np.std(scores)),
+        "score": result.mean,
+        "std": result.std,
         "games": games,
+        "steps": result.steps,
         "actions": "sampled from the policy (not greedy), as in training",
         "game": env_id,
-        "env_seed": seed,
+        "seed": seed,
         "policy": "final weights",
+        "protocol": protocol.to_dict(),
     }
 
 
@@ -168,50 +94,85 @@ def describe_scores(result: Any) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> float:
-    """CLI: ``python -m solutions.evaluate CHECKPOINT [--games 10] [--seed 12345] [--greedy]``."""
-    from course_lib.runtime import resolve_device
+def _load_model(path: Path, device: torch.device) -> tuple[torch.nn.Module, str]:
+    """The reference network with the weights of a checkpoint or a saved agent; its game."""
+    from course_lib.saved_agent import load_agent, load_weights
 
     from .checkpoint import load_checkpoint
-    from .cli import integer
     from .reference import make_model
+
+    if path.suffix == ".json":
+        weights = load_agent(path)
+        model = load_weights(make_model(weights.n_actions), weights)
+        return model.to(device), weights.env_id
+    ckpt = load_checkpoint(path, map_location=device)
+    model = make_model(ckpt["extra"]["n_actions"]).to(device)
+    model.load_state_dict(ckpt["model"])
+    return model, ckpt["config"].env_id
+
+
+def main(argv: Sequence[str] | None = None) -> float:
+    """CLI (see the module docstring); prints what was measured and returns the mean score."""
+    from course_lib.runtime import resolve_device
+
+    from .cli import integer
 
     parser = argparse.ArgumentParser(
         prog="python -m solutions.evaluate",
-        description="Average raw score of a trained A2C checkpoint over full games.",
-    )
-    parser.add_argument("checkpoint", help="a checkpoint.pt written by python -m solutions.train")
-    parser.add_argument(
-        "--games", type=integer(1), default=10, help="full games to play, >= 1 (default 10)"
+        description="Mean raw score of a trained A2C agent over full games, with the course's "
+        "evaluation protocol (course_lib.evaluation).",
     )
     parser.add_argument(
-        "--seed", type=integer(0), default=12345, help="env seed, >= 0 (default 12345)"
+        "agent",
+        help="a checkpoint.pt written by python -m solutions.train, or the a2c_agent.json a "
+        "notebook saved",
     )
-    parser.add_argument("--env", default=None, help="ALE id (default: the checkpoint's)")
+    parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        default="course",
+        help="course: 10 full games (the default); grader: the grader's default, "
+        f"{GRADER_PROTOCOL.games} games capped at {GRADER_PROTOCOL.max_agent_steps:,} agent steps",
+    )
+    parser.add_argument(
+        "--games",
+        type=integer(1),
+        default=None,
+        help=f"full games to play, >= 1 (default {COURSE_PROTOCOL.games}, or the protocol's)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=integer(0),
+        default=12345,
+        help="seed of the games' seeds, >= 0 (default 12345)",
+    )
+    parser.add_argument(
+        "--max-agent-steps",
+        type=integer(1),
+        default=None,
+        help="stop a game after this many agent steps and count it as capped (default: the "
+        "protocol's)",
+    )
+    parser.add_argument("--env", default=None, help="ALE id (default: the agent's own game)")
     parser.add_argument("--greedy", action="store_true", help="argmax actions instead of sampling")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, ... (default auto)")
     args = parser.parse_args(argv)
     try:
         device = resolve_device(args.device)
-        ckpt = load_checkpoint(args.checkpoint, map_location=device)
+        model, env_id = _load_model(Path(args.agent), device)
+        protocol = dataclasses.replace(PROTOCOLS[args.protocol], env_id=args.env or env_id)
+        if args.games is not None:
+            protocol = dataclasses.replace(protocol, games=args.games)
+        if args.max_agent_steps is not None:
+            protocol = dataclasses.replace(protocol, max_agent_steps=args.max_agent_steps)
+        if args.greedy:
+            protocol = dataclasses.replace(protocol, actions="greedy")
+        model.eval()
+        result = evaluate_agent(model, protocol, args.seed)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
-    config = ckpt["config"]
-    env_id = args.env or config.env_id
-    n_actions = ckpt["extra"]["n_actions"]
-    model = make_model(n_actions).to(device)
-    model.load_state_dict(ckpt["model"])
-    model.eval()
-    try:
-        scores = evaluate_scores(
-            model, env_id, games=args.games, seed=args.seed, greedy=args.greedy
-        )
-    except ValueError as error:
-        parser.error(str(error))
-    mean = float(np.mean(scores))
-    std = float(np.std(scores)) if scores.size > 1 else math.nan
-    print(f"{env_id}: mean raw score {mean:.1f} (std {std:.1f}) over {scores.size} games")
-    return mean
+    print(f"{protocol.env_id}: {result.describe()}")
+    return result.mean
 
 
 if __name__ == "__main__":

@@ -330,7 +330,9 @@ def _finish(
     try:
         if run.eval_games > 0:
             seed = config.seed + 1_000_000  # games the training never played
-            result.evaluation = described_evaluation(policy, config.env_id, run.eval_games, seed)
+            result.evaluation = described_evaluation(
+                policy.model, config.env_id, run.eval_games, seed
+            )
             summary["eval"] = result.evaluation
             path.write_text(json.dumps(summary, indent=2).replace("NaN", "null"))
         if run.video_frames > 0:

@@ -16,6 +16,8 @@ Map: which module to read for what (the design behind it: docs/design.md)::
       plots.py            TrainingDashboard: live plots of scores and training scalars
       video.py            record_video, show_batch: watch an agent, look at observations
       runtime.py          quick_mode, resolve_device, seed_everything, flush_denormals
+      evaluation.py       the evaluation protocol: play_games, evaluate_agent (raw full-game scores)
+      saved_agent.py      save_agent: the trained agent, handed in with the notebook
       checks/             the visible self-checks of each graded part
     engineering behind nature_dqn_env (read the contract in nature_dqn.py, not the code)
       native_batch.py     the "native" backend: ale-py's C++ vector env, course semantics

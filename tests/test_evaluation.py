@@ -282,3 +282,38 @@ def test_space_invaders_the_frame_cap_and_an_untrained_network_s_samples(one_tor
     for game in first.games:
         # 400 frames minus the FIRE and the 1 to 30 no-op frames of the start, 4 a step
         assert game.ended == "frame cap" and 92 <= game.steps <= 100
+
+
+@pytest.mark.rom
+def test_the_evaluate_command_plays_a_saved_agent_as_the_grader_would(
+    tmp_path, capsys, one_torch_thread
+):
+    """``python -m solutions.evaluate a2c_agent.json --protocol grader`` loads the bundle into
+    the reference network and plays the grader's protocol (here shortened to 2 games of 40
+    steps); a file that is not a saved agent is refused with what is wrong."""
+    import json
+
+    from course_lib.saved_agent import AGENT_FILE, pack_agent
+    from solutions import evaluate as evaluate_module
+    from solutions.reference import make_model
+
+    torch.manual_seed(0)
+    bundle = pack_agent(make_model(6).state_dict(), SPACE_INVADERS, 6, {"score": 1.0})
+    (tmp_path / AGENT_FILE).write_text(json.dumps(bundle))
+    argv = [
+        str(tmp_path / AGENT_FILE),
+        "--protocol",
+        "grader",
+        "--games",
+        "2",
+        "--max-agent-steps",
+        "40",
+    ]
+    mean = evaluate_module.main(argv)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{SPACE_INVADERS}: mean raw score {mean:.1f}")
+    assert "over 2 games" in out and "2 games stopped at the cap of 40 agent steps" in out
+    (tmp_path / "bad.json").write_text(json.dumps({**bundle, "format": "other"}))
+    with pytest.raises(SystemExit) as exited:
+        evaluate_module.main([str(tmp_path / "bad.json")])
+    assert exited.value.code == 2 and "the saved agent cannot be read" in capsys.readouterr().err

@@ -18,6 +18,7 @@ import pytest
 from nbclient import NotebookClient
 from nbgrader.validator import Validator
 
+from course_lib.saved_agent import AGENT_MIME, unpack_agent
 from solutions import build_notebooks as bn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +28,10 @@ PARTS = ("model", "policy", "compute_value_targets", "merge_time_batch", "a2c", 
 
 
 def _cells(path: Path) -> dict[str, nbformat.NotebookNode]:
-    nb = nbformat.read(path, as_version=4)
+    return _cells_of(nbformat.read(path, as_version=4))
+
+
+def _cells_of(nb: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
     return {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells if "nbgrader" in c.metadata}
 
 
@@ -187,6 +191,15 @@ def test_solution_notebook_runs_as_a_self_learner_runs_it(tmp_path):
     assert results == {}, results
     written = nb.metadata["written_files"]
     assert "a2c_agent.mp4" in written or "a2c_agent.gif" in written, written
+    # The trained agent travels twice: the file beside the notebook and the cell's output.
+    assert "a2c_agent.json" in written
+    (saved,) = [
+        o.data[AGENT_MIME]
+        for o in _cells_of(nb)["save_agent"].outputs
+        if AGENT_MIME in o.get("data", {})
+    ]
+    agent = unpack_agent(saved)
+    assert agent.n_actions == 6 and agent.evaluation["games"] == 2 and agent.claimed["steps"] > 0
 
 
 @pytest.mark.slow

@@ -162,3 +162,20 @@ def test_a_small_bomb_within_the_base64_limit_stops_at_the_declared_size(bundle)
     bomb = data_of(bytes(50_000_000))  # 50 MB of zeros compress to about 50 kB
     with pytest.raises(AgentBundleError, match="exactly the 600,000 bytes"):
         unpack_agent(tampered(bundle, tensors=declared, data=bomb))
+
+
+def test_the_notebook_s_own_evaluation_travels_with_its_protocol(network, tmp_path):
+    from course_lib.evaluation import GRADER_PROTOCOL, EvaluationResult, GameResult
+
+    games = (GameResult(1, 200.0, 900, "game over"), GameResult(2, 150.0, 1000, "step cap"))
+    evaluation = EvaluationResult(GRADER_PROTOCOL, games)
+    saved = save_agent(
+        network, fake_runner([120.0]), SPACE_INVADERS, tmp_path / AGENT_FILE, evaluation
+    )
+    read = load_agent(saved.path).evaluation
+    assert read == {"score": 175.0, "std": 25.0, "games": 2, "steps": 1900, "capped": 1,
+                    "protocol": GRADER_PROTOCOL}  # fmt: skip
+    forged = copy.deepcopy(saved.bundle)
+    forged["evaluation"]["protocol"] = {"games": 8, "seeds": [1, 2]}
+    with pytest.raises(AgentBundleError, match="'protocol' is not an evaluation protocol"):
+        unpack_agent(forged)

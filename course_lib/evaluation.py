@@ -335,6 +335,20 @@ class _Game:
         self.score = 0.0
         self.steps = 0
 
+    def step(self, action: int, max_agent_steps: int | None) -> str | None:
+        """Play one agent step; how the game ended (:attr:`GameResult.ended`), or None."""
+        self.obs, reward, terminated, truncated, info = self.env.step(action)
+        self.score += float(reward)
+        self.steps += 1
+        if "episode" in info:  # the whole game is over: its raw score, all lives
+            self.score = float(np.asarray(info["episode"]["r"]).reshape(-1)[0])
+            return "frame cap" if truncated and not terminated else "game over"
+        if max_agent_steps is not None and self.steps >= max_agent_steps:
+            return "step cap"
+        if terminated or truncated:  # a lost life: the same game goes on
+            self.obs, _ = self.env.reset()
+        return None
+
 
 def play_games(
     agent: Agent,
@@ -393,28 +407,21 @@ def play_games(
                     env = free_envs.pop() if free_envs else make_env(render_mode=None)
                 if n_actions is None:
                     n_actions = int(env.action_space.n)
-                running.append(_Game(next_game, seeds[next_game], env))
+                try:
+                    running.append(_Game(next_game, seeds[next_game], env))
+                except BaseException:
+                    env.close()
+                    raise
                 next_game += 1
             observations = np.stack([game.obs for game in running])  # (B, 4, 84, 84), a copy
             logits = _logits_of(agent(observations), len(running), n_actions)
             still_running = []
             for game, row in zip(running, logits, strict=True):
-                action = _choose(row, game.rng, protocol.actions)
-                game.obs, reward, terminated, truncated, info = game.env.step(action)
-                game.score += float(reward)
-                game.steps += 1
+                ended = game.step(
+                    _choose(row, game.rng, protocol.actions), protocol.max_agent_steps
+                )
                 if game.index == 0 and len(replay) < replay_steps:
                     replay.append(np.asarray(game.env.render()).copy())
-                ended = None
-                if "episode" in info:  # the whole game is over: its raw score, all lives
-                    game.score = float(np.asarray(info["episode"]["r"]).reshape(-1)[0])
-                    ended = "frame cap" if truncated and not terminated else "game over"
-                elif (
-                    protocol.max_agent_steps is not None and game.steps >= protocol.max_agent_steps
-                ):
-                    ended = "step cap"
-                elif terminated or truncated:  # a lost life: the same game goes on
-                    game.obs, _ = game.env.reset()
                 if ended is None:
                     still_running.append(game)
                     continue

@@ -99,6 +99,8 @@ def test_the_runtime_note_and_part_7_quote_the_same_run(figures):
                  "entropy first", "entropy last", "clipped"):  # fmt: skip
         assert _flat(figures[name]) in part7, name
     assert "docs/spaceinvaders_30min_cpu.json" in part7
+    readme = _flat((ROOT / "solutions" / "student_readme.md").read_text())
+    assert f"{figures['speed']}: {figures['steps']} steps" in readme
 
 
 def test_the_benchmarks_page_keeps_the_run_with_its_command_and_picture():

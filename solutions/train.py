@@ -24,7 +24,8 @@ Run management sits beside this file, one job per module: :mod:`solutions.cli` (
 generated from the config dataclasses), :mod:`solutions.run_folder` (one run per folder),
 :mod:`solutions.checkpoint` (save and resume), :mod:`solutions.stop_request` (Ctrl-C and SIGTERM
 stop cleanly), :mod:`solutions.metrics_log` (metrics.csv), :mod:`solutions.tensorboard_log` (the
-same rows for TensorBoard), :mod:`solutions.evaluate` (the final score on new games). Written to ``--out``::
+same rows for TensorBoard), :mod:`solutions.evaluate` (the final score on new games). Written to
+``--out``::
 
     metrics.csv        one row per log interval: step, lr, loss terms, entropy, grad norm,
                        explained variance, advantage mean/std, mean raw score of the last 100 games

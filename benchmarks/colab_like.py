@@ -21,9 +21,10 @@ machine, for each Python it is given (default: 3.11, 3.12 and 3.13, from pyenv o
    it is on Colab, so the **unchanged** setup cell (only its address swapped for the local git
    URL) pip-installs the distribution; every visible check must print ``OK``, no cell may fail,
    and ``course_lib`` must come from the environment, not from this checkout. The setup cell
-   runs with an empty pip cache of its own, so what it downloads is measured: the bytes pip
-   fetched (its HTTP cache afterwards: package files and index pages), the packages it added or
-   replaced, and the cell's own duration (the kernel's timestamps);
+   runs with an empty pip cache of its own, as on a new runtime, and is measured: its duration
+   (the kernel's timestamps), the packages it added or replaced, and what they weigh (their files
+   fetched again with ``pip download``; pip's index pages and the git clone, printed apart, are
+   not in that figure);
 4. the untouched student notebook in the same environment: it must stop at the first stub with
    ``NotImplementedError``.
 
@@ -137,7 +138,9 @@ def colab_specs(bin_python: Path) -> tuple[list[str], list[str]]:
 
 
 def _venv(python: str, venv: Path) -> tuple[Path, list[str]]:
-    """The venv's Python, with Colab's packages (:data:`COLAB_PINS`, :data:`COLAB_OTHERS`)."""
+    """The venv's Python, with Colab's packages (:data:`COLAB_PINS`, :data:`COLAB_OTHERS`) and
+    nothing else: in a reused venv, what an earlier setup cell added is removed again (the
+    packages of its first install are listed in ``colab-packages.json`` in the venv)."""
     bin_python = venv / "bin" / "python"
     if not bin_python.exists():
         _run([python, "-m", "venv", str(venv)])
@@ -149,7 +152,26 @@ def _venv(python: str, venv: Path) -> tuple[Path, list[str]]:
          *specs, *COLAB_OTHERS],
         env=_pip_env(),
     )  # fmt: skip
+    listed = venv / "colab-packages.json"
+    if not listed.is_file():
+        listed.write_text(json.dumps(sorted(_versions(bin_python))))
+    extra = sorted(set(_versions(bin_python)) - set(json.loads(listed.read_text())))
+    if extra:
+        _run([str(bin_python), "-m", "pip", "uninstall", "-y", "-q", *extra])
     return bin_python, notes
+
+
+def _wheel_megabytes(bin_python: Path, added: dict[str, list]) -> float:
+    """The size of the files pip fetches for the ``added`` packages (name -> [old, new version]),
+    fetched again into a scratch folder (the setup cell's own pip keeps no copy)."""
+    names = [f"{name}=={new}" for name, (_, new) in added.items()
+             if new is not None and name != "a2c-course-lib"]  # fmt: skip
+    if not names:
+        return 0.0
+    with tempfile.TemporaryDirectory(prefix="colab-like-wheels-") as folder:
+        _run([str(bin_python), "-m", "pip", "download", "--no-deps", "--quiet", "-d", folder,
+              *names], env=_pip_env())  # fmt: skip
+        return round(_folder_bytes(Path(folder)) / 1e6, 1)
 
 
 def _versions(bin_python: Path) -> dict[str, str]:
@@ -174,13 +196,6 @@ def _shown(versions: dict[str, str]) -> dict[str, str | None]:
 
 def _folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
-def _downloaded_bytes(cache: Path) -> int:
-    """What pip fetched into an empty cache: its HTTP cache (wheels it built are not counted)."""
-    return sum(
-        _folder_bytes(cache / name) for name in ("http-v2", "http") if (cache / name).is_dir()
-    )
 
 
 def _cell_seconds(cell) -> float | None:
@@ -285,17 +300,17 @@ def run_one(python: str, venv: Path, work: Path) -> dict:
         capture_output=True,
     )
     before = _versions(bin_python)
-    cache = work / "setup-cell-pip-cache"  # empty: what the setup cell downloads lands here
+    cache = work / "setup-cell-pip-cache"  # empty, as on a new Colab runtime
     start = time.perf_counter()
     solved = _execute(bin_python, _colab_notebook(student, filled=True), work, "solved", cache)
     times["notebook with solutions (setup cell's pip install included)"] = (
         time.perf_counter() - start
     )
     after = _versions(bin_python)
-    downloaded = _downloaded_bytes(cache)
     setup = next(c for c in solved.cells if _grade_id(c) == "setup")
     changed = {name: [before.get(name), version] for name, version in after.items()
                if before.get(name) != version}  # fmt: skip
+    downloaded_mb = _wheel_megabytes(bin_python, changed)
     for err in _errors(solved):
         failures.append(f"cell {err[0]}: {err[1]}: {err[2]}")
     checks = [c for c in solved.cells if (_grade_id(c) or "").startswith("check_")]
@@ -334,7 +349,7 @@ def run_one(python: str, venv: Path, work: Path) -> dict:
         "substituted": substituted,
         "setup_cell": {
             "seconds": _cell_seconds(setup),
-            "downloaded_mb": round(downloaded / 1e6, 1),
+            "downloaded_mb": downloaded_mb,
             "added_or_changed": changed,
             "student_repo_mb": round(_folder_bytes(student / ".git") / 1e6, 2),
         },

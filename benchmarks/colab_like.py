@@ -155,7 +155,7 @@ def _venv(python: str, venv: Path) -> tuple[Path, list[str]]:
     listed = venv / "colab-packages.json"
     if not listed.is_file():
         listed.write_text(json.dumps(sorted(_versions(bin_python))))
-    extra = sorted(set(_versions(bin_python)) - set(json.loads(listed.read_text())))
+    extra = sorted(set(_versions(bin_python)) - set(json.loads(listed.read_text())) - {"python"})
     if extra:
         _run([str(bin_python), "-m", "pip", "uninstall", "-y", "-q", *extra])
     return bin_python, notes

@@ -112,3 +112,17 @@ def test_the_benchmarks_page_keeps_the_run_with_its_command_and_picture():
     assert f"{run['agent_steps']:,}" in page and run["date_utc"][:10] in page
     assert "spaceinvaders_30min_cpu.json" in page and "spaceinvaders_30min_cpu.png" in page
     assert (ROOT / "docs" / "spaceinvaders_30min_cpu.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_setup_cells_time_and_download_are_those_of_the_colab_like_runs():
+    """Does the student README's figure for the setup cell give the range of the Colab-like runs
+    kept in docs/colab_like.json, each of which passed on Colab's versions?"""
+    runs = json.loads((ROOT / "docs" / "colab_like.json").read_text())
+    assert sorted(r["python"][:4] for r in runs) == ["3.11", "3.12", "3.13"]
+    assert all(not r["failures"] and r["before_setup_cell"]["torch"] == "2.11.0" for r in runs)
+    seconds = [r["setup_cell"]["seconds"] for r in runs]
+    megabytes = {round(r["setup_cell"]["downloaded_mb"], -1) for r in runs}
+    readme = _flat((ROOT / "solutions" / "student_readme.md").read_text())
+    assert f"{min(seconds):.0f} to {max(seconds):.0f} seconds" in readme
+    assert max(seconds) < 60 and "under a minute" in readme
+    assert len(megabytes) == 1 and f"about {megabytes.pop():.0f} MB" in readme

@@ -198,7 +198,8 @@ class EvaluationResult:
 
     @property
     def stderr(self) -> float:
-        """Standard error of the mean, ``std / sqrt(games - 1)`` (NaN for one game)."""
+        """Standard error of the mean: the sample std (``ddof=1``) over ``sqrt(games)``; NaN
+        for one game."""
         n = len(self.games)
         return float(self.scores.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
 
@@ -357,6 +358,7 @@ def play_games(
     *,
     make_env: Callable[..., Any] | None = None,
     replay_steps: int = 0,
+    on_game_end: Callable[[GameResult], None] | None = None,
 ) -> EvaluationResult:
     """Play the protocol's games with ``agent`` and return their raw scores.
 
@@ -374,6 +376,8 @@ def play_games(
             fake envs.
         replay_steps: keep up to this many RGB frames of game 0 (``env.render()`` after each
             agent step) in ``result.replay``, for a replay made from the driver's own frames.
+        on_game_end: called with each game's :class:`GameResult` as it ends (a progress bar);
+            games end in any order.
 
     Raises:
         AgentAnswerError: the agent answered something that is not finite logits of shape
@@ -426,6 +430,8 @@ def play_games(
                     still_running.append(game)
                     continue
                 results[game.index] = GameResult(game.seed, game.score, game.steps, ended)
+                if on_game_end is not None:
+                    on_game_end(results[game.index])
                 if game.index == 0 and replay_steps:
                     game.env.close()  # the rendering env plays game 0 only
                 else:
@@ -439,8 +445,25 @@ def play_games(
 
 
 def evaluate_agent(
-    model: Any, protocol: EvaluationProtocol = COURSE_PROTOCOL, seed: int | None = None
+    model: Any,
+    protocol: EvaluationProtocol = COURSE_PROTOCOL,
+    seed: int | None = None,
+    progress: bool = False,
 ) -> EvaluationResult:
     """Play ``protocol``'s games with the network ``model`` (``make_model``'s module), the game
-    seeds drawn from ``seed`` (:func:`game_seeds`; ``None``: seeds nobody can predict)."""
-    return play_games(model_agent(model), protocol, game_seeds(protocol.games, seed))
+    seeds drawn from ``seed`` (:func:`game_seeds`; ``None``: seeds nobody can predict).
+
+    ``progress`` shows a bar that counts the games as they end: a trained agent's full game
+    lasts thousands of agent steps, so an evaluation takes a minute or more on a CPU.
+    """
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=protocol.games, desc="evaluation", unit="game", dynamic_ncols=True,
+               disable=not progress)  # fmt: skip
+    try:
+        return play_games(
+            model_agent(model), protocol, game_seeds(protocol.games, seed),
+            on_game_end=lambda _: bar.update(1),
+        )  # fmt: skip
+    finally:
+        bar.close()

@@ -12,6 +12,7 @@ Command line::
 
     python -m solutions.evaluate CHECKPOINT_OR_AGENT [--games 10] [--seed 12345] [--greedy]
                                  [--max-agent-steps N] [--protocol course|grader]
+                                 [--no-progress]
 
 ``CHECKPOINT_OR_AGENT`` is a ``checkpoint.pt`` of ``python -m solutions.train`` or the
 ``a2c_agent.json`` a notebook saved (:mod:`course_lib.saved_agent`), loaded into the
@@ -47,13 +48,13 @@ PROTOCOLS = {"course": COURSE_PROTOCOL, "grader": GRADER_PROTOCOL}
 
 
 def described_evaluation(
-    model: torch.nn.Module, env_id: str, games: int, seed: int
+    model: torch.nn.Module, env_id: str, games: int, seed: int, progress: bool = False
 ) -> dict[str, Any]:
     """The evaluation at the end of a training run, with what it measured (for summary.json
     and the end-of-run message): ``games`` full games of the course's protocol, actions sampled
-    from the policy as in training (not greedy)."""
+    from the policy as in training (not greedy); ``progress`` shows a bar of the games."""
     protocol = dataclasses.replace(COURSE_PROTOCOL, env_id=env_id, games=games)
-    result = evaluate_agent(model, protocol, seed)
+    result = evaluate_agent(model, protocol, seed, progress=progress)
     return {
         "score": result.mean,
         "std": result.std,
@@ -156,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> float:
     parser.add_argument("--env", default=None, help="ALE id (default: the agent's own game)")
     parser.add_argument("--greedy", action="store_true", help="argmax actions instead of sampling")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, ... (default auto)")
+    parser.add_argument("--no-progress", dest="progress", action="store_false",
+                        help="no progress bar (default: one is shown)")  # fmt: skip
     args = parser.parse_args(argv)
     try:
         device = resolve_device(args.device)
@@ -168,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> float:
         if args.greedy:
             protocol = dataclasses.replace(protocol, actions="greedy")
         model.eval()
-        result = evaluate_agent(model, protocol, args.seed)
+        result = evaluate_agent(model, protocol, args.seed, progress=args.progress)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     print(f"{protocol.env_id}: {result.describe()}")

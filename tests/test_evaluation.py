@@ -64,6 +64,15 @@ def test_a_game_scores_its_raw_points_over_every_life():
     assert (result.mean, result.std, result.steps, result.capped) == (237.0, 0.0, 18, 0)
 
 
+def test_each_ended_game_is_reported_as_it_ends():
+    """Does ``on_game_end`` (a progress bar's hook) hear of every game once, with its result?"""
+    ended = []
+    result = play_games(uniform_agent(), protocol(games=3, games_at_once=2), game_seeds(3, 1),
+                        make_env=fake_game, on_game_end=ended.append)  # fmt: skip
+    assert sorted(ended, key=lambda game: game.seed) == sorted(result.games, key=lambda g: g.seed)
+    assert len(ended) == 3
+
+
 def test_the_step_cap_stops_a_game_and_counts_its_score_so_far_as_capped():
     script = dict(lives=1, rewards={2: 10.0, 10: 20.0, 30: 40.0}, game_over_frame=40)
     capped = protocol(games=3, max_agent_steps=5)  # 20 frames: the rewards of frames 2 and 10
@@ -310,9 +319,12 @@ def test_the_evaluate_command_plays_a_saved_agent_as_the_grader_would(
         "40",
     ]
     mean = evaluate_module.main(argv)
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert out.startswith(f"{SPACE_INVADERS}: mean raw score {mean:.1f}")
     assert "over 2 games" in out and "2 games stopped at the cap of 40 agent steps" in out
+    assert "evaluation" in err and "2/2" in err  # the bar counted the games as they ended
+    evaluate_module.main([*argv, "--no-progress"])
+    assert capsys.readouterr().err == ""
     (tmp_path / "bad.json").write_text(json.dumps({**bundle, "format": "other"}))
     with pytest.raises(SystemExit) as exited:
         evaluate_module.main([str(tmp_path / "bad.json")])

@@ -45,6 +45,8 @@ from autograder.core.judges import PART_NAMES
 from autograder.core.report import csv_cell, points_text
 from autograder.core.results import GradeResult
 from autograder.nbgrader.change_lines import change_lines, row_key
+from autograder.nbgrader.course import NbgraderError
+from autograder.nbgrader.feedback_renderer import plain_feedback_page
 from autograder.nbgrader.folders import keep_received
 from autograder.nbgrader.gradebook_session import gradebook_session
 from autograder.nbgrader.late_penalty import (
@@ -548,11 +550,19 @@ def write_reports(
         late_penalty=rule,
     )
     if course is not None and feedback_dir is not None and make_feedback is not None:
-        graded = {row["student"] for row in written.rows if row.get("status") == "graded"}
+        graded = {row["student"]: row for row in written.rows if row.get("status") == "graded"}
+        Path(feedback_dir).mkdir(parents=True, exist_ok=True)
         for student in [name for name in written.remake_feedback if name in graded]:
-            html = make_feedback(course, student)
-            Path(feedback_dir).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(html, Path(feedback_dir) / f"{student}.html")
+            page = Path(feedback_dir) / f"{student}.html"
+            try:
+                shutil.copyfile(make_feedback(course, student), page)
+            except NbgraderError as error:  # the row stands; the page says what it could
+                row, reason = graded[student], str(error).splitlines()[0]
+                text = plain_feedback_page(
+                    student, float(row["total"]), float(row["max_total"]), {},
+                    f"The full feedback page could not be made ({reason}).",
+                )  # fmt: skip
+                page.write_text(text, encoding="utf-8")
     origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}
     for result in results:
         result.source = origins.get(result.source, result.source)

@@ -68,6 +68,7 @@ from autograder.core import landlock
 from autograder.core.ipc_cleanup import remove_ipc_of
 from autograder.core.sandbox import (
     SYSTEM_DIRS,
+    Conversation,
     SandboxLimits,
     SandboxResult,
     SandboxUnavailable,
@@ -366,7 +367,7 @@ def run_in_container(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
-    stdin: bytes,
+    stdin: bytes | Conversation,
     wall_seconds: float,
     limits: SandboxLimits,
     channel_variable: str,

@@ -15,7 +15,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from autograder.core import container_isolation, sandbox
-from autograder.core.sandbox import DEFAULT_LIMITS, SandboxLimits, SandboxResult, SandboxUnavailable
+from autograder.core.sandbox import (
+    DEFAULT_LIMITS,
+    Conversation,
+    SandboxLimits,
+    SandboxResult,
+    SandboxUnavailable,
+)
 
 __all__ = ["ISOLATION_VARIABLE", "require_isolation", "run_isolated"]
 
@@ -51,7 +57,7 @@ def run_isolated(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
-    stdin: bytes,
+    stdin: bytes | Conversation,
     wall_seconds: float,
     limits: SandboxLimits = DEFAULT_LIMITS,
     isolate: bool = True,

@@ -671,10 +671,18 @@ class _Ended:
     channel_overflow: bool
 
 
+#: Instead of fixed ``stdin`` bytes, a run may hold a conversation: called in the grader's
+#: thread with the write end of the command's standard input and the read end of its channel
+#: (it owns and closes both), it sends requests and reads answers within its own time limits
+#: (:mod:`autograder.agent_play`); the run's ``channel`` is then empty.
+Conversation = Callable[[int, int], None]
+CONVERSATION_GRACE = 5.0  #: seconds a command gets to exit once its conversation is over
+
+
 def _supervise(
     pipes: _Pipes,
     popen: dict[str, Any],
-    stdin: bytes,
+    stdin: bytes | Conversation,
     wall_seconds: float,
     limits: SandboxLimits,
     cgroup: _Cgroup,
@@ -698,21 +706,28 @@ def _supervise(
     for fd in (pipes.stdin_read, pipes.log_write):
         os.close(fd)
     pipes.close_kept()
-    channel = _Reader(pipes.channel_read, limits.channel_bytes)
     log = _Reader(pipes.log_read, limits.log_bytes, tail=True)
-    channel.start()
     log.start()
-    threading.Thread(target=_write_all, args=(pipes.stdin_write, stdin), daemon=True).start()
+    channel = _Reader(-1, 0)
+    if callable(stdin):
+        stdin(pipes.stdin_write, pipes.channel_read)
+        # The conversation is over: the command has a few seconds to exit, no more.
+        wall_seconds = min(wall_seconds, time.monotonic() - start + CONVERSATION_GRACE)
+    else:
+        channel = _Reader(pipes.channel_read, limits.channel_bytes)
+        channel.start()
+        threading.Thread(target=_write_all, args=(pipes.stdin_write, stdin), daemon=True).start()
     timed_out = False
     try:
-        process.wait(timeout=wall_seconds)
+        process.wait(timeout=max(0.0, wall_seconds - (time.monotonic() - start)))
     except subprocess.TimeoutExpired:
         timed_out = True
     finally:
         stop(process)
         process.wait()
         cgroup.remove()
-    channel.join(timeout=10)
+    if channel.is_alive():
+        channel.join(timeout=10)
     log.join(timeout=2)
     return _Ended(
         returncode=None if timed_out else process.returncode,
@@ -760,12 +775,13 @@ def run_in_sandbox(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
-    stdin: bytes,
+    stdin: bytes | Conversation,
     wall_seconds: float,
     limits: SandboxLimits = DEFAULT_LIMITS,
     isolate: bool = True,
 ) -> SandboxResult:
-    """Run ``argv`` in a new sandbox fed ``stdin``; never raises because of the command.
+    """Run ``argv`` in a new sandbox fed ``stdin`` (bytes, or a :data:`Conversation`); never
+    raises because of the command.
 
     Args:
         readonly: folders to show read-only, ``{path inside: path outside}``.

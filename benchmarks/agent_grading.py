@@ -1,0 +1,117 @@
+"""What the grader's verified score costs per submission: the agent played through the sandbox.
+
+Plays the grader's protocol (``course_lib.evaluation.GRADER_PROTOCOL``: 8 games, each capped at
+1,000 agent steps) with a trained agent twice, side by side in one run:
+
+* **sandboxed**: :func:`autograder.agent_play.verification.verify_agent`, as grading does (the
+  solution notebook with the agent in its output; ``make_model`` and the set-up cells run in the
+  sandbox, which answers each batch of observations through the framing);
+* **in-process**: :func:`course_lib.evaluation.play_games` with the same network here (what
+  the notebook's own save cell does), the floor the sandbox adds to.
+
+For each it prints wall seconds and CPU seconds (this process; and the sandbox's agent, as
+``agent_server.py`` logs it at its end), games, agent steps and capped games, and the ratio of
+the two CPU figures::
+
+    python benchmarks/agent_grading.py --agent runs/si1m/checkpoint.pt
+    python benchmarks/agent_grading.py --agent a2c_agent.json --repeats 2
+
+Figures in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import nbformat  # noqa: E402
+import torch  # noqa: E402
+
+from autograder.agent_play.verification import verify_agent  # noqa: E402
+from autograder.core.assessor import Assessor  # noqa: E402
+from course_lib.evaluation import GRADER_PROTOCOL, game_seeds, model_agent, play_games  # noqa: E402
+from course_lib.saved_agent import AGENT_MIME, load_weights, pack_agent, unpack_agent  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bundle(path: Path) -> dict:
+    """The bundle of a checkpoint (its last-100 training score as the claim) or saved agent."""
+    import json
+
+    if path.suffix == ".json":
+        return json.loads(path.read_text())
+    from solutions.checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(path, map_location="cpu")
+    claimed = {"score": None, "games": 0, "steps": int(ckpt.get("step", 0) or 0)}
+    return pack_agent(ckpt["model"], ckpt["config"].env_id, ckpt["extra"]["n_actions"], claimed)
+
+
+def _cpu() -> tuple[float, float]:
+    times = os.times()
+    return times.user + times.system, times.children_user + times.children_system
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--agent", type=Path, required=True, help="checkpoint.pt or a2c_agent.json")
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    bundle = _bundle(args.agent)
+    weights = unpack_agent(bundle)
+    model = load_weights(__import__("solutions.reference").reference.make_model(
+        weights.n_actions), weights).eval()  # fmt: skip
+    nb = nbformat.read(ROOT / "solutions" / "a2c.ipynb", as_version=4)
+    save = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get(
+        "grade_id") == "save_agent")  # fmt: skip
+    save.outputs = [nbformat.v4.new_output("execute_result", execution_count=1,
+                                           data={"text/plain": "agent", AGENT_MIME: bundle})]  # fmt: skip
+    release = nbformat.read(ROOT / "notebooks" / "a2c.ipynb", as_version=4)
+    assessor = Assessor(release, Path(tempfile.mkdtemp()) / "work")
+    protocol = GRADER_PROTOCOL
+    print(f"protocol: {protocol.describe()}")
+    print(f"load average at the start: {os.getloadavg()[0]:.1f}")
+    for repeat in range(args.repeats):
+        wall, (own, _) = time.monotonic(), _cpu()
+        report = verify_agent(nb, assessor._bin, assessor.lib, protocol=protocol)
+        own2, _ = _cpu()
+        # The sandbox runs as another user, not reaped as this process's child: its CPU is what
+        # agent_server.py printed at its end (its cells, the weights and every answer).
+        found = re.search(r"agent_server: ([0-9.]+) s CPU", report.log)
+        inside = float(found.group(1)) if found else math.nan
+        sandboxed = (own2 - own) + inside
+        if report.verified is None:
+            print(f"sandboxed: no score: {report.note}\n{report.log}")
+            return
+        v = report.verified
+        print(
+            f"[{repeat}] sandboxed: {time.monotonic() - wall:.1f} s wall, CPU {sandboxed:.1f} s "
+            f"(grader {own2 - own:.1f} s, sandbox {inside:.1f} s), answers "
+            f"{report.answer_seconds:.1f} s; score {v['score']:.1f} (std {v['std']:.1f}) over "
+            f"{v['games']} games, {v['steps']:,} steps, {v['capped']} capped"
+        )
+        wall, (own, _) = time.monotonic(), _cpu()
+        result = play_games(model_agent(model), protocol, game_seeds(protocol.games))
+        inproc = _cpu()[0] - own
+        print(
+            f"[{repeat}] in-process: {time.monotonic() - wall:.1f} s wall, CPU {inproc:.1f} s; "
+            f"score {result.mean:.1f} (std {result.std:.1f}) over {len(result.games)} games, "
+            f"{result.steps:,} steps, {result.capped} capped; sandboxed/in-process CPU "
+            f"{sandboxed / inproc:.2f}x"
+        )
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,16 +1,10 @@
-"""Env batches written in Python: N copies of an env stepped together (gymnasium 1.x vector API).
+"""The ``"subprocess"`` backend: N copies of an env, each in its own worker process.
 
-These are the ``"sequential"`` and ``"subprocess"`` backends of :func:`course_lib.nature_dqn_env`
-(the ``"native"`` one is :mod:`course_lib.native_batch`).
-
-* :class:`EnvBatch` runs the N envs one after the other in this process: slow, but a
-  breakpoint or ``print`` inside an env just works. Use it to debug.
-* :class:`ParallelEnvBatch` runs each env in its own worker process, so N envs step at the
-  same time on N CPU cores. It is engineering, not course material: shared memory for the
-  observations, a forkserver that preloads the imports, and replies drained after a failure
-  make it fast and safe, not short. Students need its contract (below), not its code.
-
-Both take a list of zero-argument functions that each make one env, and behave identically::
+:class:`ParallelEnvBatch` steps the N envs at the same time on N CPU cores. It is engineering,
+not course material: shared memory for the observations, a forkserver that preloads the
+imports, and replies drained after a failure make it fast and safe, not short. Students need
+its contract (that of every batch of :func:`course_lib.nature_dqn_env`, and of
+:class:`~course_lib.sequential_batch.EnvBatch`), not its code::
 
     make_one = functools.partial(make_atari_env, "PongNoFrameskip-v4")
     with ParallelEnvBatch([make_one] * 8, seed=0) as batch:       # N = 8
@@ -35,13 +29,12 @@ import gymnasium as gym
 import numpy as np
 
 from ._batch_common import (
+    AUTORESET_CONTRACT,
     BatchBase,
     EnvFn,
     EnvStep,
     check_env_fns,
     check_seed,
-    naming_env,
-    step_with_autoreset,
 )
 from ._worker import (
     EnvWorkerError,
@@ -54,90 +47,11 @@ from ._worker import (
 from .validation import check_number
 
 __all__ = [
-    "EnvBatch",
     "EnvWorkerError",
     "ParallelEnvBatch",
     "default_start_method",
     "forkserver_preload",
 ]
-
-_AUTORESET_CONTRACT = """
-    Autoreset contract (gymnasium's ``SAME_STEP`` mode, ``metadata["autoreset_mode"]``):
-    when env ``i`` ends in ``step`` (``terminated[i]`` or ``truncated[i]``), the batch resets
-    it in that same call, so
-
-    * ``obs[i]`` is already the FIRST observation of env ``i``'s next episode: act on it;
-    * ``infos["final_obs"][i]`` is the last observation of the finished episode and
-      ``infos["final_info"]`` holds that step's info (masks ``infos["_final_obs"][i]``,
-      ``infos["_final_info"][i]``); ``final_obs`` is needed only to bootstrap the value
-      of a truncated episode;
-    * the info of the finishing step stays at the TOP level of ``infos`` (it is not replaced
-      by the reset's info, which is dropped): a finished game's statistics are in
-      ``infos["episode"]["r"][i]`` (score, float), ``["l"][i]`` (length, int) and
-      ``["t"][i]`` (float), valid where the mask ``infos["_episode"][i]`` is True.
-
-    Every per-env info key ``k`` becomes an array ``infos[k]`` of length N with a boolean
-    mask ``infos["_k"]`` (nested dicts are merged the same way), as gymnasium does.
-
-    Seeding: ``seed`` (constructor) is used by the first ``reset()`` called without a seed;
-    ``reset(seed=k)`` seeds env ``i`` with ``k + i``; later ``reset()`` calls and autoresets
-    continue each env's own random generator, so one seed makes a whole run reproducible.
-
-    Actions: an int array (or list) of shape ``(N,)`` with values in ``[0, n)`` for a
-    ``Discrete(n)`` action space; anything else raises ``ValueError`` before any env moves.
-"""
-
-
-class EnvBatch(BatchBase):
-    """N envs in this process, stepped one after the other (the debugging batch).
-
-    ``step`` returns ``obs (N, *obs_shape)`` with the single observation dtype,
-    ``rewards float32 (N,)``, ``terminated``/``truncated`` ``bool (N,)`` and merged ``infos``.
-    An exception in an env propagates unchanged (with a note naming the env), so a debugger
-    stops right inside the env's code; as some envs may have moved and others not, ``step``
-    then refuses to run until ``reset()``, as after a ``KeyboardInterrupt``.
-    """
-
-    __doc__ = (__doc__ or "") + _AUTORESET_CONTRACT
-
-    def __init__(self, env_fns: Sequence[EnvFn], seed: int | None = None) -> None:
-        self.envs: list[Any] = []
-        env_fns = check_env_fns(env_fns)
-        seed = check_seed(seed)
-        try:
-            self.envs = [fn() for fn in env_fns]
-            self._setup(
-                len(self.envs),
-                [env.observation_space for env in self.envs],
-                [env.action_space for env in self.envs],
-                seed,
-            )
-        except BaseException:
-            self.close()
-            raise
-
-    def _reset_envs(
-        self, seeds: list[int | None], options: dict[str, Any] | None
-    ) -> list[tuple[Any, dict[str, Any]]]:
-        results = []
-        for i, (env, seed) in enumerate(zip(self.envs, seeds, strict=True)):
-            with naming_env(i):
-                obs, info = env.reset(seed=seed, options=options)
-            results.append((obs, dict(info)))
-        return results
-
-    def _step_envs(self, actions: list[Any]) -> list[EnvStep]:
-        results = []
-        for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
-            with naming_env(i):
-                results.append(step_with_autoreset(env, action))
-        return results
-
-    def close_extras(self, **kwargs: Any) -> None:
-        """Close every env that was made."""
-        for env in self.envs:
-            env.close()
-
 
 class ParallelEnvBatch(BatchBase):
     """N envs, each in its own worker process, stepped at the same time.
@@ -176,7 +90,7 @@ class ParallelEnvBatch(BatchBase):
         (import torch inside ``main()`` for fast start-up). Notebooks need nothing.
     """
 
-    __doc__ = (__doc__ or "") + _AUTORESET_CONTRACT
+    __doc__ = (__doc__ or "") + AUTORESET_CONTRACT
 
     #: seconds between two liveness checks while waiting for a reply
     POLL_INTERVAL = 0.1

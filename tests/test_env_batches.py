@@ -1,4 +1,4 @@
-"""Tests of the env batches (`course_lib.python_batches`), on the tiny fake envs of `tests.fake_envs`.
+"""Tests of the Python env batches (`course_lib.sequential_batch`, `course_lib.subprocess_batch`), on the tiny fake envs of `tests.fake_envs`.
 
 Most tests run for both classes; the process tests (dead workers, zombies, spawn) run for
 `ParallelEnvBatch` only. Every test that starts processes has a timeout, so a hang fails.
@@ -21,8 +21,8 @@ import types
 import numpy as np
 import pytest
 
-from course_lib.python_batches import (
-    EnvBatch,
+from course_lib.sequential_batch import EnvBatch
+from course_lib.subprocess_batch import (
     EnvWorkerError,
     ParallelEnvBatch,
     default_start_method,
@@ -425,7 +425,7 @@ def test_workers_exit_when_parent_is_killed(tmp_path):
             """
             import functools, os, signal, sys
             sys.path.insert(0, sys.argv[1])
-            from course_lib.python_batches import ParallelEnvBatch
+            from course_lib.subprocess_batch import ParallelEnvBatch
             from tests.fake_envs import CounterEnv
 
             if __name__ == "__main__":

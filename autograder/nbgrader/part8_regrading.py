@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from autograder.core.report import points_text
+from autograder.core.reports.safe_text import points_text
 
 __all__ = ["EARLIER", "earlier_in", "earlier_note", "hold_for_grader"]
 

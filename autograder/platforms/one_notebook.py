@@ -2,23 +2,21 @@
 
 A platform runs the grader once per submission, as root, in a container of its own, with the
 submission in a folder and the course's files next to it. This module is what both front ends
-(:mod:`autograder.gradescope`, :mod:`autograder.prairielearn`) share:
+(:mod:`.gradescope`, :mod:`.prairielearn`) share at grading time:
 
 * :func:`close_folders` takes other users' permissions from the platform's copy of the course
   and its results folder before any student code runs (container mode then refuses nothing
-  and shows nothing of them: :mod:`autograder.core.container_isolation`);
+  and shows nothing of them: :mod:`autograder.core.isolation.container`);
 * :func:`find_notebook` picks the submitted ``.ipynb`` (a bounded walk);
 * :func:`grade_notebook` grades it with the grading core's
   :class:`~autograder.core.assessor.Assessor`, as ``grade`` and ``grade-all`` do (secret cases,
   plain-data records, judged in this process), against the release the bundle carries
-  (:data:`RELEASE_NAME`, made by nbgrader's ``generate_assignment`` when the bundle was built):
-  no gradebook and no nbgrader run at grading time;
+  (:data:`~.bundle_contents.RELEASE_NAME`, made by nbgrader's ``generate_assignment`` when the
+  bundle was built): no gradebook and no nbgrader run at grading time;
 * :func:`part_rows` lists the result per part, the bonus and the part graded by hand marked;
+  :func:`summary` the first lines of the platform's output;
 * :func:`write_json` writes the platform's results file atomically, as root, after grading:
   whatever the notebook did, the file holds this grader's result.
-
-The kit's files (:func:`kit_files`), the release (:func:`release_bytes`) and the requirements a
-grading image needs (:func:`grading_requirements`) are what the two bundlers copy.
 """
 
 from __future__ import annotations
@@ -31,37 +29,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from autograder.platforms.bundle_contents import KIT_ROOT, RELEASE_NAME, release_bytes
+
 __all__ = [
-    "KIT_ROOT",
     "PartRow",
     "close_folders",
     "find_notebook",
     "grade_notebook",
-    "grading_requirements",
-    "kit_files",
-    "release_bytes",
     "part_rows",
+    "summary",
     "write_json",
 ]
 
-KIT_ROOT = Path(__file__).resolve().parent.parent  #: the checkout the bundles are made from
-#: What a grading image needs of the kit: the packages, and what installs them.
-KIT_PACKAGES = ("autograder", "solutions", "course_lib")
-KIT_FILES = ("pyproject.toml", "README.md")
-#: Requirements only the course's own tests, benchmarks and cluster use.
-#: test- and development-only pins of requirements.txt, left out of a grading image
-NOT_FOR_GRADING = (
-    "distributed",
-    "pytest",
-    "pytest-timeout",
-    "pytest-xdist",
-    "selenium",
-    "stable-baselines3",
-    "ruff",
-)
 MAX_ENTRIES = 10_000  #: entries of a submission folder looked at for its notebook
-#: Where a bundle carries the release notebook (relative to the kit's root).
-RELEASE_NAME = "release/a2c.ipynb"
 
 
 @dataclass(frozen=True)
@@ -77,43 +57,10 @@ class PartRow:
     manual: bool = False  #: graded by hand on the platform: no score here
 
 
-def kit_files(root: Path = KIT_ROOT) -> dict[str, Path]:
-    """``{name in the bundle: file}``: the kit's packages (no bytecode) and install files."""
-    found: dict[str, Path] = {}
-    for package in KIT_PACKAGES:
-        for path in sorted((root / package).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                found[path.relative_to(root).as_posix()] = path
-    for name in KIT_FILES:
-        found[name] = root / name
-    return found
-
-
-def release_bytes(root: Path = KIT_ROOT) -> bytes:
-    """The release notebook of the kit's solution notebook, as nbgrader's
-    ``generate_assignment`` makes it (what students got: the autograded cells and their points)."""
-    from solutions.build_notebooks import generate_release
-
-    with tempfile.TemporaryDirectory(prefix="a2c-release-") as folder:
-        made = Path(folder) / "a2c.ipynb"
-        generate_release(root / "solutions" / "a2c.ipynb", made)
-        return made.read_bytes()
-
-
-def grading_requirements(root: Path = KIT_ROOT) -> str:
-    """``requirements.txt`` without what only tests, benchmarks and the cluster need."""
-    kept = []
-    for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
-        name = line.split("==")[0].strip().lower()
-        if line.strip() and not line.startswith("#") and name not in NOT_FOR_GRADING:
-            kept.append(line.strip())
-    return "\n".join(kept) + "\n"
-
-
 def close_folders(folders: Iterable[Path]) -> list[Path]:
     """Make ``folders`` (created when missing) root's alone, with the reference and the judges
     wherever Python imports them from; returns what was closed."""
-    from autograder.core.container_isolation import close_grader_files
+    from autograder.core.isolation.container import close_grader_files
 
     paths = []
     for folder in folders:
@@ -156,16 +103,16 @@ def find_notebook(folder: Path, preferred: str = "a2c.ipynb") -> tuple[Path | No
 
 def grade_notebook(path: Path, student: str) -> Any:
     """Grade ``path`` as ``grade`` does (the sandbox, else container mode); a
-    :class:`~autograder.core.results.GradeResult`. Raises
-    :class:`~autograder.core.sandbox.SandboxUnavailable` when student code cannot be isolated."""
+    :class:`~autograder.core.reports.grade_result.GradeResult`. Raises
+    :class:`~autograder.core.isolation.SandboxUnavailable` when student code cannot be isolated."""
     import shutil
 
     import nbformat
 
     from autograder.core.assessor import Assessor
-    from autograder.core.course_points import course_points
-    from autograder.core.results import GradeResult
-    from autograder.core.submission_file import UnreadableNotebook, read_bytes
+    from autograder.core.intake.submission_file import UnreadableNotebook, read_bytes
+    from autograder.core.reports.course_points import course_points
+    from autograder.core.reports.grade_result import GradeResult
 
     bundled = KIT_ROOT / RELEASE_NAME
     data = bundled.read_bytes() if bundled.is_file() else release_bytes()
@@ -192,7 +139,7 @@ def part_rows(result: Any) -> list[PartRow]:
     """The result per autograded part, in the notebook's order, then each part graded by hand
     (its points are the platform's to give). A result that is not ``graded`` scores 0 in every
     row; its feedback stays, for the student and the instructor to read."""
-    from autograder.core.judges import BONUS_PARTS, PART_NAMES
+    from autograder.core.judging.parts import BONUS_PARTS, PART_NAMES
 
     graded = result.status == "graded"
     rows = []
@@ -218,7 +165,7 @@ def part_rows(result: Any) -> list[PartRow]:
 
 def summary(result: Any) -> str:
     """The first lines of a platform's output: status, isolation, total, part 8 and notes."""
-    from autograder.core.report import points_text
+    from autograder.core.reports.safe_text import points_text
 
     bonus = sum(row.max_score for row in part_rows(result) if row.bonus)
     lines = [

@@ -16,7 +16,7 @@ What runs where:
   instructor's; it refuses (:class:`WorkerRefused`) where the sandbox cannot start, unless
   ``--no-sandbox`` was given, and in container mode where nothing fences the notebook off the
   network (:func:`check_worker_isolation`).
-* the **instructor's machine** reads each file (:func:`~autograder.core.submission_file.read_bytes`),
+* the **instructor's machine** reads each file (:func:`~autograder.core.intake.submission_file.read_bytes`),
   sends its bytes, gets :meth:`~autograder.core.assessor.Assessment.to_plain` back (JSON-able data,
   never a pickled student object) and hands it to the front end's ``record`` (for ``grade-all``:
   nbgrader and the feedback), one at a time: it is the only writer of grades.
@@ -40,205 +40,33 @@ Faults:
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import hashlib
-import json
-import os
-import shutil
-import socket
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
-import nbformat
-
 from autograder.core.assessor import Assessment, Assessor
-from autograder.core.collect import Submission
-from autograder.core.package_digest import package_files
-from autograder.core.results import GradeResult
-from autograder.core.sandbox import SandboxLimits, SandboxUnavailable
-from autograder.core.submission_file import UnreadableNotebook, read_bytes
+from autograder.core.cluster.connection import connect
+from autograder.core.cluster.worker import assess_task, assessor_settings
+from autograder.core.intake.collect import Submission
+from autograder.core.intake.submission_file import UnreadableNotebook, read_bytes
+from autograder.core.reports.grade_result import GradeResult
 
-__all__ = [
-    "ALLOWED_FAILURES",
-    "SCHEDULER_VARIABLE",
-    "ClusterError",
-    "WorkerRefused",
-    "assess_task",
-    "check_worker_isolation",
-    "connect",
-    "grade_on_cluster",
-    "package_files",
-    "scheduler_address",
-]
+__all__ = ["ALLOWED_FAILURES", "ClusterGrading", "Record", "grade_on_cluster"]
 
-SCHEDULER_VARIABLE = "A2C_DASK_SCHEDULER"  #: the scheduler's address when --scheduler is left out
-CONNECT_SECONDS = 10.0  #: how long to try reaching the scheduler
 #: Worker deaths a task may survive: one retry, and a second death reports it ``not graded``.
 ALLOWED_FAILURES = 1
 POLL_SECONDS = 1.0  #: the longest wait between looks at the cluster (a result wakes it)
 NO_WORKER_NOTICE_SECONDS = 30.0
-
-
-class ClusterError(RuntimeError):
-    """The cluster cannot grade: no ``distributed``, an unreachable scheduler, a worker refused."""
-
-
-class WorkerRefused(ClusterError):
-    """A worker cannot grade at all (no sandbox, another instructor package); raised on it."""
-
-
-def scheduler_address(given: str | None = None) -> str | None:
-    """``given``, else ``$A2C_DASK_SCHEDULER``; ``None`` (grade on this machine) when neither."""
-    return (given or os.environ.get(SCHEDULER_VARIABLE, "")).strip() or None
-
-
-def _distributed() -> Any:
-    try:
-        import distributed
-    except ImportError:
-        raise ClusterError(
-            "grading on a cluster needs Dask distributed, which is not installed here: "
-            "pip install -e '.[cluster]' (or leave out --scheduler and "
-            f"{SCHEDULER_VARIABLE} to grade on this machine)"
-        ) from None
-    return distributed
-
-
-def connect(address: str, timeout: float = CONNECT_SECONDS, security: Any = None) -> Any:
-    """A ``distributed.Client`` of the scheduler at ``address`` (with ``security``, a
-    ``distributed.security.Security``, for a ``tls://`` one:
-    :mod:`autograder.core.cluster_security`); :class:`ClusterError` if none answers within
-    ``timeout`` seconds."""
-    distributed = _distributed()
-    try:
-        return distributed.Client(
-            address, timeout=timeout, set_as_default=False, security=security
-        )
-    except (OSError, TimeoutError) as error:
-        tls = (
-            " and that it was started with the same certificates (--tls-cert, --tls-key)"
-            if security is not None
-            else ""
-        )
-        raise ClusterError(
-            f"cannot reach the Dask scheduler at {address} within {timeout:g} s "
-            f"({type(error).__name__}: {str(error)[:200]}): check that `dask scheduler` runs "
-            f"there{tls}, and that this machine can reach its host and port (firewall, VPN, SSH "
-            f"tunnel); leave out --scheduler and {SCHEDULER_VARIABLE} to grade on this machine"
-        ) from None
-
-
-# ------------------------------------------------------------------------ on a worker
 #: What a record step does with an assessment: the front end's recording (nbgrader for grade-all).
 Record = Callable[[Assessment], GradeResult]
-_ASSESSORS: dict[str, Assessor] = {}
-_ASSESSORS_LOCK = threading.Lock()
 
 
-def _settings(assessor: Assessor, isolate: bool | None = None) -> dict[str, Any]:
-    """What a worker needs to build an Assessor like the instructor's (plain data); ``isolate``
-    (when given) instead of the instructor's own: the workers sandbox, this machine need not."""
-    return {
-        "source": nbformat.writes(assessor.release).encode(),
-        "timeout": assessor.timeout,
-        "isolate": assessor.isolate if isolate is None else isolate,
-        "wall_seconds": assessor.wall_seconds,
-        "limits": asdict(assessor.limits),
-        "package": package_files(),
-    }
-
-
-def _build_assessor(settings: dict[str, Any], where: str) -> Assessor:
-    theirs, ours = settings["package"], package_files()
-    if theirs != ours:
-        changed = sorted(n for n in theirs.keys() | ours.keys() if theirs.get(n) != ours.get(n))
-        raise WorkerRefused(
-            f"{where}: its instructor package differs from the instructor's in {len(changed)} "
-            f"file(s) ({', '.join(changed[:5])}): install the same version of the course kit on "
-            "every worker (pip install -e '.[cluster]' from the same commit) and restart them"
-        )
-    if settings["isolate"]:
-        check_worker_isolation(where)
-    folder = Path(tempfile.mkdtemp(prefix="a2c-worker-"))
-    atexit.register(shutil.rmtree, folder, True)
-    try:
-        return Assessor(
-            nbformat.reads(settings["source"].decode(), as_version=4),
-            folder / "grading",
-            timeout=settings["timeout"],
-            isolate=settings["isolate"],
-            wall_seconds=settings["wall_seconds"],
-            limits=SandboxLimits(**settings["limits"]),
-        )
-    except SandboxUnavailable as error:
-        raise WorkerRefused(f"{where} cannot start the sandbox: {error}") from None
-    except Exception as error:  # noqa: BLE001 - said to the instructor, with the worker's name
-        raise WorkerRefused(
-            f"{where} could not set up grading: {type(error).__name__}: {str(error)[:500]}"
-        ) from None
-
-
-def check_worker_isolation(where: str) -> None:
-    """Raise :class:`WorkerRefused` where this worker would grade in container mode without a
-    network fence (:func:`~autograder.core.container_isolation.network_fence`): the student's
-    code would reach the scheduler, and through it every worker's grading."""
-    from autograder.core.container_isolation import network_fence
-    from autograder.core.isolation import CONTAINER, require_isolation
-
-    try:
-        mode = require_isolation()
-    except SandboxUnavailable as error:
-        raise WorkerRefused(f"{where} cannot start the sandbox: {error}") from None
-    if mode == CONTAINER and not network_fence():
-        raise WorkerRefused(
-            f"{where} would grade in container mode (bubblewrap cannot start there) with nothing "
-            "to keep the notebook off the network (no Landlock TCP rule: Linux 6.7 or later; no "
-            "network namespace): its code could reach the scheduler and change every worker's "
-            "grading. Give the worker bubblewrap (user namespaces), or a kernel with Landlock "
-            "ABI 4, or run it where root may make a network namespace"
-        )
-
-
-def _worker_assessor(settings: dict[str, Any], where: str) -> Assessor:
-    """This process's Assessor for ``settings``, built on first use."""
-    plain = {key: value for key, value in settings.items() if key not in ("source", "package")}
-    key = hashlib.sha256(
-        json.dumps(plain, sort_keys=True).encode() + hashlib.sha256(settings["source"]).digest()
-    ).hexdigest()
-    with _ASSESSORS_LOCK:
-        if key not in _ASSESSORS:
-            _ASSESSORS[key] = _build_assessor(settings, where)
-        return _ASSESSORS[key]
-
-
-def assess_task(data: bytes, student: str, name: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """The task a worker runs: ``Assessor.assess`` of one file's bytes, as plain data.
-
-    Raises:
-        WorkerRefused: this worker cannot grade (see the message); never because of ``data``.
-    """
-    from distributed import get_worker
-
-    worker = get_worker()
-    assessor = _worker_assessor(settings, f"worker {worker.address} on {socket.gethostname()}")
-    # One thread a notebook, Dask's own convention (its nannies set OMP_NUM_THREADS=1): a worker
-    # cannot see the other workers on its machine, and the cluster's threads are its cores.
-    plain = assessor.assess(data, student, name, threads=1).to_plain()
-    plain["worker"] = worker.address
-    return plain
-
-
-# ------------------------------------------------------------------------ on the instructor's
 def _allowed_failures(client: Any, value: int | None) -> int | None:
     """Set the scheduler's ``allowed_failures`` (unless ``value`` is None); the one it had."""
 
@@ -268,7 +96,7 @@ class _ClassOnCluster:
     ):
         self.client, self.record = client, record
         self.progress = progress
-        self.settings = _settings(assessor, isolate)
+        self.settings = assessor_settings(assessor, isolate)
         self.stopped: str | None = None  # why the class stopped early
 
     def _workers(self) -> tuple[int, int, int]:

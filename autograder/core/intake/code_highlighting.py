@@ -16,8 +16,8 @@ while a lock other gradings wait for is held. So:
   formgrader shows names the course's language only.
 
 The sizes are capped where the notebook is read
-(:data:`autograder.core.submission_file.MAX_SOURCE_CHARS`, and
-:data:`autograder.core.student_markdown.MAX_MARKDOWN_CELL` a markdown cell), so each rendering
+(:data:`autograder.core.intake.submission_file.MAX_SOURCE_CHARS`, and
+:data:`autograder.core.intake.student_markdown.MAX_MARKDOWN_CELL` a markdown cell), so each rendering
 is linear in text of bounded length.
 """
 

@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from autograder.core.submission_file import MAX_NOTEBOOK_BYTES
-from solutions.build_notebooks import ASSIGNMENT
+from autograder.core.intake.submission_file import MAX_NOTEBOOK_BYTES
+from solutions.parts import ASSIGNMENT
 
 __all__ = ["Problem", "Submission", "collect", "exchange_folder", "student_id"]
 

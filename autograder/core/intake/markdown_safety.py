@@ -14,7 +14,7 @@ code and math, so each ``<`` left is a tag):
 * MathJax commands that make links or load code (``\\href``, ``\\require``, ...) lose their
   backslash's power;
 * a fenced code block in a language whose lexer may not run on student text
-  (:mod:`autograder.core.code_highlighting`: pygments has lexers that never return) is rendered
+  (:mod:`autograder.core.intake.code_highlighting`: pygments has lexers that never return) is rendered
   as plain text, so that the cell, written back as HTML, names no lexer to any later renderer.
 
 A cell where nothing was active is left as written (its markdown and math render as the
@@ -30,7 +30,7 @@ import html
 import re
 from functools import lru_cache
 
-from autograder.core.code_highlighting import SafeRenderer
+from autograder.core.intake.code_highlighting import SafeRenderer
 
 __all__ = [
     "ALLOWED_ATTRIBUTES",
@@ -192,7 +192,7 @@ def _tag(text: str, start: int) -> tuple[str, int, bool] | None:
 
 def render_markdown(source: str) -> tuple[str, list[str], list[str]]:
     """``source`` as nbconvert renders a markdown cell (only the course's languages highlighted,
-    :class:`~autograder.core.code_highlighting.SafeRenderer`), the attachments it names
+    :class:`~autograder.core.intake.code_highlighting.SafeRenderer`), the attachments it names
     (``attachment:plot.png`` is left as a link, not embedded) and the code blocks' languages
     shown as plain text."""
     from nbconvert.filters.markdown_mistune import MarkdownWithMath

@@ -17,7 +17,7 @@ run or recorded, :func:`repair_submission` makes its nbgrader cells exactly the 
   ``add_missing_cells`` places a missing graded cell after the previous *graded or solution*
   cell only, and fails when that neighbour is a locked, ungraded cell such as ``check_model``).
 
-Cell ids are made unique. Outputs are left alone (see :mod:`autograder.core.student_outputs`).
+Cell ids are made unique. Outputs are left alone (see :mod:`autograder.core.intake.student_outputs`).
 """
 
 from __future__ import annotations

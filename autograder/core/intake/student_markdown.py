@@ -12,10 +12,10 @@ what nbgrader records, formgrader shows and the feedback renders is already safe
   pointed elsewhere (nbconvert stops on ``attachment:`` names a cell does not hold);
 * **sizes are capped**: a markdown cell longer than :data:`MAX_MARKDOWN_CELL` characters is
   replaced by a note (the whole notebook's cell text is capped when it is read:
-  :data:`autograder.core.submission_file.MAX_SOURCE_CHARS`);
-* **active HTML is removed** from every other cell (:func:`autograder.core.markdown_safety.sanitize_markdown`,
+  :data:`autograder.core.intake.submission_file.MAX_SOURCE_CHARS`);
+* **active HTML is removed** from every other cell (:func:`autograder.core.intake.markdown_safety.sanitize_markdown`,
   linear in the cell), and a code block in a language other than the course's is shown as text
-  (no lexer the student names runs: :mod:`autograder.core.code_highlighting`).
+  (no lexer the student names runs: :mod:`autograder.core.intake.code_highlighting`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,12 @@ from urllib.parse import unquote
 
 from nbformat import NotebookNode
 
-from autograder.core.markdown_safety import CODE_NOTE, NOTE, render_markdown, sanitize_markdown
+from autograder.core.intake.markdown_safety import (
+    CODE_NOTE,
+    NOTE,
+    render_markdown,
+    sanitize_markdown,
+)
 
 __all__ = [
     "MAX_IMAGES_BYTES",

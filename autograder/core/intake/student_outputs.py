@@ -19,8 +19,8 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from autograder.core.repair import graded_part
-from autograder.core.report import printable
+from autograder.core.intake.repair import graded_part
+from autograder.core.reports.safe_text import printable
 
 __all__ = ["MARK", "NO_VIDEO", "SAFE_MIME", "keep_submitted_outputs", "plain_text"]
 
@@ -42,7 +42,7 @@ NO_VIDEO = (
 
 
 def plain_text(text: Any, limit: int = MAX_TEXT) -> str:
-    """``text`` (a string or nbformat's list of lines) as :func:`~autograder.core.report.printable`
+    """``text`` (a string or nbformat's list of lines) as :func:`~autograder.core.reports.safe_text.printable`
     text, cut to ``limit`` characters."""
     return printable("".join(map(str, text)) if isinstance(text, list) else text)[:limit]
 

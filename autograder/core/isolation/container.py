@@ -7,12 +7,12 @@ grader is root, and this module gives the student's code the isolation that plai
 resource limits can give, with no namespace and no mount:
 
 * **Another user.** The job runs as a user id of its own (one lease per run, as for bubblewrap:
-  :class:`autograder.core.sandbox._UidLease`), with no supplementary group, ``no_new_privs`` set (no
+  :class:`autograder.core.isolation.leases.UidLease`), with no supplementary group, ``no_new_privs`` set (no
   set-uid program gives root back) and a cleared environment. When the run ends every process
   of that user is killed (``kill(-1)`` from a process of that user), and what it left in
   ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (POSIX shared memory and semaphores) is removed, with
   its System V shared memory, message queues and semaphores
-  (:mod:`autograder.core.ipc_cleanup`); it may make no POSIX message queue.
+  (:mod:`autograder.core.isolation.ipc_cleanup`); it may make no POSIX message queue.
 * **The grader's files closed.** The reference (package ``solutions``, which holds the source
   notebook), the judges (package ``autograder``), the grader's work folder and the folders the
   front end names (the platform's results folder, its copy of the course) lose every permission
@@ -23,7 +23,7 @@ resource limits can give, with no namespace and no mount:
   the two scripts) in a folder of root's. No Python folder may be writable by that user
   (checked once per grader process, :func:`check_environment`).
 * **Landlock**, where the kernel has it and the container's seccomp profile lets it through
-  (:mod:`autograder.core.landlock`): the job reads only the system folders, Python and the copies
+  (:mod:`autograder.core.isolation.landlock`): the job reads only the system folders, Python and the copies
   of the grader's view, writes only its own working and temporary folders and ``/dev``, so a
   copy of the course elsewhere on the machine stays out of reach even where Unix permissions
   would show it; from ABI 4 no TCP at all, from ABI 6 no signal to a process outside the run.
@@ -46,6 +46,10 @@ processes, though it cannot signal them), a private view of the file system (wit
 it reads what any user of the image may read); and where the kernel refuses nested
 namespaces, the student's code runs as the same user as the runner that supervises it. Hence:
 one submission per container, which is how both platforms run.
+
+Why one module: each guarantee above is a few lines here (a check, a limit, a clean-up), and
+together they are the mode: read side by side with :mod:`.bubblewrap`, one file says what
+container mode gives and what it does not.
 """
 
 from __future__ import annotations
@@ -64,23 +68,19 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from autograder.core import landlock
-from autograder.core.ipc_cleanup import remove_ipc_of
-from autograder.core.sandbox import (
+from autograder.core.isolation import landlock
+from autograder.core.isolation.cgroups import Cgroup
+from autograder.core.isolation.contract import SandboxLimits, SandboxResult, SandboxUnavailable
+from autograder.core.isolation.ipc_cleanup import remove_ipc_of
+from autograder.core.isolation.job_view import (
     SYSTEM_DIRS,
-    SandboxLimits,
-    SandboxResult,
-    SandboxUnavailable,
-    _Cgroup,
-    _Pipes,
-    _python_dirs,
-    _root_folder,
-    _supervise,
-    _UidLease,
-    ended,
     hidden_package_locations,
     outside_command,
+    python_dirs,
 )
+from autograder.core.isolation.leases import UidLease, root_folder
+from autograder.core.isolation.supervision import Pipes, supervise
+from autograder.core.isolation.user_processes import processes_of
 
 __all__ = [
     "CONTAINER",
@@ -242,7 +242,7 @@ def check_environment() -> tuple[Path, ...]:
     of other users' reach (inside a private home, say) or holds anything other users can
     write (then a notebook could plant code that the grader's own Python would run). One
     ``lstat`` per file of the environment, once per grader process."""
-    dirs = _python_dirs()
+    dirs = python_dirs()
     for path in dirs:
         if not _others_can(path, stat.S_IROTH | stat.S_IXOTH):
             raise SandboxUnavailable(
@@ -275,7 +275,7 @@ def check_environment() -> tuple[Path, ...]:
 def _prepare_child(
     uid: int,
     limits: SandboxLimits,
-    cgroup: _Cgroup,
+    cgroup: Cgroup,
     cpu_seconds: int,
     fence: dict | None,
     network: str,
@@ -304,7 +304,7 @@ def _prepare_child(
     _drop(uid)
 
 
-def _kill_user(uid: int) -> None:
+def _kill_as_user(uid: int) -> None:
     """Kill every process of ``uid``: a child becomes that user and signals all it may."""
     for _ in range(5):
         pid = os.fork()
@@ -316,22 +316,9 @@ def _kill_user(uid: int) -> None:
                 pass
             os._exit(0)
         os.waitpid(pid, 0)
-        if not _processes_of(uid):
+        if not processes_of(uid):
             return
         time.sleep(0.05)
-
-
-def _processes_of(uid: int) -> list[int]:
-    """The processes of ``uid`` still running (a zombie is not: :func:`~autograder.core.sandbox.ended`)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid and not ended(entry):
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 def _remove_left_files(uid: int) -> None:
@@ -372,14 +359,14 @@ def run_in_container(
     channel_variable: str,
 ) -> SandboxResult:
     """Run ``argv`` as a fresh unprivileged user (see the module docstring); the arguments are
-    :func:`autograder.core.sandbox.run_in_sandbox`'s, paths inside mapped to copies outside."""
+    :func:`autograder.core.isolation.bubblewrap.run_bubblewrap`'s, paths inside mapped to copies outside."""
     check_environment()
     check_closed()
-    folder = _root_folder()
-    lease = _UidLease(folder)
+    folder = root_folder()
+    lease = UidLease(folder)
     staging = lease.staging("container", 0o711)  # the user passes through, cannot list
-    cgroup = _Cgroup(f"container-{os.getpid()}-{lease.uid}", limits)
-    pipes = _Pipes()
+    cgroup = Cgroup(f"container-{os.getpid()}-{lease.uid}", limits)
+    pipes = Pipes()
     try:
         views: dict[str, str] = {}
         for index, (inside, outside) in enumerate(readonly.items()):
@@ -400,14 +387,14 @@ def run_in_container(
             fence = {"read": read, "write": [str(work), str(tmp), "/dev"], "abi": abi}
 
         def stop(process: subprocess.Popen) -> None:
-            _kill_user(lease.uid)  # the whole user: a process that left the group goes too
+            _kill_as_user(lease.uid)  # the whole user: a process that left the group goes too
 
         popen = {"args": command, "cwd": str(work), "env": environment}
         network = network_fence()
         popen["preexec_fn"] = lambda: _prepare_child(
             lease.uid, limits, cgroup, cpu_seconds, fence, network
         )
-        ended = _supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop)
+        outcome = supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop)
     finally:
         pipes.close()
         cgroup.remove()
@@ -431,7 +418,7 @@ def run_in_container(
         f"unprivileged user of its own with {memory}; {landlock.describe(abi)}{network}"
     )
     return SandboxResult(
-        **vars(ended),
+        **vars(outcome),
         sandboxed=True,
         limits=note,
         uid=lease.uid,

@@ -2,7 +2,7 @@
 
 A notebook graded with ``--no-sandbox`` runs as a plain process, as an unprivileged user of its
 own who cannot write the environment (a grader that is not root refuses to grade that way,
-:func:`autograder.core.sandbox.require_unsandboxed_user`). As a second line, around every
+:func:`autograder.core.isolation.unsandboxed.require_unsandboxed_user`). As a second line, around every
 unsandboxed grading the grader takes this fingerprint of everything Python reads at start-up
 or import: the installation (``sys.base_prefix``), the environment (``sys.prefix``), every
 package folder on the import path and the user's site folder. Each file and folder counts by

@@ -1,6 +1,6 @@
 """Remove the System V IPC objects a run's user made: nothing of one run may reach the next.
 
-Container mode (:mod:`autograder.core.container_isolation`) has no IPC namespace: a shared
+Container mode (:mod:`autograder.core.isolation.container`) has no IPC namespace: a shared
 memory segment, a message queue or a semaphore set the student's code makes outlives its
 processes, and with mode ``0666`` the next submission's run, under another user id, could read
 or write it. After every run, once the run's user has no process left,

@@ -3,7 +3,7 @@
 Landlock (Linux 5.13 and later, ``/sys/kernel/security/lsm`` lists it) lets a process give up
 access rights for itself and its children, without privileges and without namespaces, so it
 works where container runtimes refuse namespaces. Container mode
-(:mod:`autograder.core.container_isolation`) uses it, where the kernel and the container's seccomp
+(:mod:`autograder.core.isolation.container`) uses it, where the kernel and the container's seccomp
 profile allow the three system calls, so that the notebook's user can read nothing but the
 folders listed (the system, Python, the grader's view), whatever else of the machine other
 users could read, and write nothing but its own folders. With ABI 4 (Linux 6.7) it can neither

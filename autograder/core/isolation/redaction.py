@@ -2,7 +2,7 @@
 
 The sandbox is built so that a notebook learns nothing of the machine's layout (Python at
 neutral paths, a tree built by root, install records hidden, no host path on a command line:
-see :mod:`autograder.core.sandbox`); a grader that is not root cannot build it that way, and the
+see :mod:`autograder.core.isolation.bubblewrap`); a grader that is not root cannot build it that way, and the
 notebook writes the error texts that feedback quotes. As a second line, every text that came
 out of a sandbox passes through :meth:`Redactor.redact` before it is put in feedback, notes or
 a status: each folder the grader knows of (the checkout, the environment and the Python
@@ -21,6 +21,9 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+import autograder
+from autograder.core.isolation.leases import CACHE_FOLDERS, ROOT_FOLDERS
+
 __all__ = ["HIDDEN", "Redactor"]
 
 HIDDEN = "<host>"
@@ -30,10 +33,8 @@ _COMMON = {"/", "/usr", "/usr/local", "/usr/lib", "/usr/bin", "/bin", "/lib", "/
 
 def _grader_folders() -> list[Path]:
     """The folders a grader started as root stages runs and caches compiled files in (see
-    :mod:`autograder.core.sandbox`), wherever they are made; and the folders the Python installation
+    :mod:`.leases`), wherever they are made; and the folders the Python installation
     was built for, which its own files (build configuration, ``libpython``) still name."""
-    from autograder.core.sandbox import CACHE_FOLDERS, ROOT_FOLDERS
-
     folders = [Path(base) / "a2c-grading" for base in ROOT_FOLDERS]
     folders += [Path(base) / "a2c-grading-python" for base in CACHE_FOLDERS]
     for name in ("prefix", "exec_prefix", "BINDIR", "LIBDIR", "LIBPL"):
@@ -48,7 +49,7 @@ class Redactor:
     before it), each in its given and its resolved spelling."""
 
     def __init__(self, folders: Iterable[str | os.PathLike[str]] = ()) -> None:
-        here = Path(__file__).resolve().parents[2]  # the checkout, or site-packages
+        here = Path(autograder.__file__).resolve().parents[1]  # the checkout, or site-packages
         known = {
             here,
             Path(sys.prefix),

@@ -1,6 +1,6 @@
 """Start bubblewrap as an unprivileged user, from a grader that runs as root.
 
-Usage (by :func:`autograder.core.sandbox.run_in_sandbox` only)::
+Usage (by :func:`autograder.core.isolation.bubblewrap.run_bubblewrap` only)::
 
     python -I -S sandbox_launch.py FD
 
@@ -10,7 +10,7 @@ the host shows the sandboxed command or a host path in its arguments::
     {"binds": [[source, target], ...], "copies": [[source, target], ...], "covers": [folder, ...],
      "rebinds": [[source, target], ...], "uid": N, "executable": path, "argv": [...]}
 
-plus, for a sandboxed run, the sandbox's tree (:func:`autograder.core.sandbox._root_tree`)::
+plus, for a sandboxed run, the sandbox's tree (:func:`autograder.core.isolation.bubblewrap.root_tree`)::
 
     {"root": folder, "dirs": [...], "files": {inside: text}, "links": {inside: target},
      "mounts": [{"kind": "tmpfs" | "overlay" | "hide" | "copy" | "bind" | "file", ...}, ...]}

@@ -6,11 +6,11 @@ untrusted:
 
 * :func:`read_channel` validates the lines of one run against the plan, each bounded before it
   is parsed (at most :data:`MAX_LINE` bytes, and no more lists, dicts and items than the one
-  record it may carry may hold: :func:`~autograder.core.record_decoding.check_json_size`), in
+  record it may carry may hold: :func:`~autograder.core.judging.record_decoding.check_json_size`), in
   the grading's own thread, before the judging lock is taken: a line that is not one
   of the runner's messages, a record the plan does not ask for, a second record for one step, or
   a record outside the schema is *malformed*: it earns nothing and is listed;
-* :func:`load_record` decodes one record strictly (:func:`autograder.core.record_decoding.loads`:
+* :func:`load_record` decodes one record strictly (:func:`autograder.core.judging.record_decoding.loads`:
   JSON only, bounded sizes, no pickle) and checks its envelope (:func:`validate_record`), what
   the grader accepts as a probe's report.
 """
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder.core.record_decoding import (
+from autograder.core.judging.record_decoding import (
     MAX_CONTAINERS,
     MAX_ITEMS,
     RecordError,
@@ -42,7 +42,7 @@ def validate_record(record: Any) -> dict[str, Any]:
 
     ``{"ok": true, "observation": dict, "seconds"?: number}`` or ``{"ok": false, "error": str,
     "timed_out"?: bool, "missing"?: bool, "tampered"?: bool}`` (``tampered``: the runtime's
-    seal found a change, :mod:`autograder.sandboxed.grading_runtime.integrity`); the observation's content is the
+    seal found a change, :mod:`autograder.sandboxed.grading_runtime.seal`); the observation's content is the
     judges' to read.
     """
     if not isinstance(record, dict) or not isinstance(record.get("ok"), bool):

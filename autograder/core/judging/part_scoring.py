@@ -1,85 +1,46 @@
-"""Plan each grading's probe steps from a secret seed, and judge what came back: scores and feedback.
+"""A part's score from the records of its probe steps: sub-check verdicts, gating and feedback.
 
-The checks of a part (:mod:`autograder.core.judges`) say which *probes* (:mod:`autograder.sandboxed.grading_runtime`)
-run the student's code on which cases, and how each *judge* compares what came back with the
-reference. Two ways to use them:
-
-* grading (:mod:`autograder.nbgrader.grader`): the grader draws a seed with :mod:`secrets` and
-  :func:`make_plan` turns it into every part's probe steps, plain data for the sandboxed
-  process that runs the notebook (which sees the cases, never the seed, and only once it runs);
-  that process yields one record per step (:func:`autograder.sandboxed.grading_runtime.harness.run_steps`), and
-  :func:`judge_part` turns the records into a :class:`PartResult` here, in the trusted process,
-  which never runs student code. :func:`prepare_references` computes the reference's side of
-  a plan while the sandbox runs;
-* in the same process, for the instructor's and self-learner's own notebook (the hidden-test
-  cells of ``solutions/a2c.ipynb``): :func:`grade_part` probes and judges at once on freshly
-  drawn cases, prints the feedback and returns the points (a float, nbgrader's partial credit).
+Each *judge* (:mod:`.parts`) compares what a probe step observed with the reference.
+:func:`judge_part` turns a part's records (decoded by :mod:`.channel`) into a
+:class:`PartResult` in the trusted process, which never runs student code.
 
 Sub-checks that only ask a property (shapes, "no graph", "inputs unchanged"...) are *gated*:
 they earn their share only when the part's gate sub-checks, which compare values with the
 reference on the secret cases, passed. Judging never raises on what came back: a record that
 is not what the probes write, or a judge that trips over it, fails that sub-check with a
 reason and marks the part ``malformed``.
-
-Every probe step is reseeded and time-limited (10 s of CPU time per step by default, 20 s for
-the model's, times ``A2C_GRADER_TIME_SCALE``); after two steps of a part ran out of time, the
-part's other steps are not run, so an endless loop costs about 20 s per part.
 """
 
 from __future__ import annotations
 
 import numbers
-import os
-import secrets
-import sys
 import textwrap
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from autograder.core.channel import RecordError, validate_record
-from autograder.core.judges import PART_KEYS, PART_NAMES, part_module, subchecks
-from autograder.core.judges.base import CheckFailed, SubCheck, reference_observation
-from autograder.core.report import points_text
-from autograder.sandboxed.grading_runtime.harness import run_steps
-from solutions import reference
+from autograder.core.judging.channel import RecordError, validate_record
+from autograder.core.judging.parts import PART_NAMES, part_module, subchecks
+from autograder.core.judging.parts.subcheck import CheckFailed, SubCheck
+from autograder.core.reports.safe_text import points_text
 
 __all__ = [
     "FAILED",
     "HELD",
     "PASSED",
+    "TAMPERED",
+    "UNREADABLE",
     "PartResult",
     "SubResult",
-    "grade_part",
+    "check_points",
     "judge_part",
-    "make_plan",
-    "new_seed",
-    "prepare_references",
-    "run_part",
-    "time_scale",
 ]
 
 
-def time_scale() -> float:
-    """The factor ``A2C_GRADER_TIME_SCALE`` (default 1) applied to every time limit."""
-    text = os.environ.get("A2C_GRADER_TIME_SCALE", "").strip()
-    try:
-        scale = float(text) if text else 1.0
-    except ValueError:
-        scale = 1.0
-    return scale if scale > 0 else 1.0
-
-
-def new_seed() -> int:
-    """A secret seed for one grading."""
-    return secrets.randbits(63)
-
-
 #: How a sub-check's line starts: it earned its points, failed, or holds but waits for the part's
-#: values to be right (a gated property: :mod:`autograder.core.judges.base`).
+#: values to be right (a gated property: :mod:`autograder.core.judging.parts.subcheck`).
 PASSED, FAILED, HELD = "PASS", "FAIL", "NOT CREDITED YET"
 
 
@@ -126,7 +87,7 @@ class PartResult:
         return "\n".join(lines)
 
 
-def _check_points(points: Any) -> float:
+def check_points(points: Any) -> float:
     if isinstance(points, bool) or not isinstance(points, numbers.Real) or not points >= 0:
         raise ValueError(
             f"points must be a number >= 0 (the cell's nbgrader points), got {points!r}."
@@ -136,53 +97,6 @@ def _check_points(points: Any) -> float:
     return float(points)
 
 
-# ------------------------------------------------------------------------------ the plan
-def part_steps(part_key: str, seed: int, index: int = 0) -> list[dict[str, Any]]:
-    """The probe steps of one part on the cases drawn from ``seed`` (plain data, in order)."""
-    rng = np.random.default_rng([int(seed) % 2**63, index])
-    drawn = part_module(part_key).draw_cases(rng)
-    steps: dict[str, dict[str, Any]] = {}
-    for check in subchecks(part_key):
-        for key, case in check.selection(drawn):
-            step = steps.setdefault(
-                key, {"key": key, "probe": check.probe, "case": case, "seconds": check.seconds}
-            )
-            step["seconds"] = max(step["seconds"], check.seconds)
-    return list(steps.values())
-
-
-def make_plan(seed: int, scale: float | None = None) -> dict[str, Any]:
-    """Every part's probe steps on the cases drawn from ``seed``, as plain data.
-
-    ``{"parts": {part_key: [{"key", "probe", "case", "seconds"}, ...]}, "time_scale": float}``;
-    the seed itself is not in the plan.
-    """
-    parts = {key: part_steps(key, seed, index) for index, key in enumerate(PART_KEYS)}
-    return {"parts": parts, "time_scale": time_scale() if scale is None else float(scale)}
-
-
-#: The parts whose judges compare with the reference run through the same probe.
-_REFERENCE_PROBES = {
-    "compute_value_targets": reference.ComputeValueTargets,
-    "merge_time_batch": reference.MergeTimeBatch,
-    "a2c": reference.A2C,
-    "gae": reference.ComputeGAE,
-}
-
-
-def prepare_references(plan: Mapping[str, Any]) -> float:
-    """Compute (and cache) the reference's observations of a plan; returns the seconds taken.
-
-    Optional: the judges compute what they miss. Call it while the sandbox runs.
-    """
-    start = time.perf_counter()
-    for part_key, candidate in _REFERENCE_PROBES.items():
-        for step in plan["parts"].get(part_key, []):
-            reference_observation(candidate, step["probe"], step["case"])
-    return time.perf_counter() - start
-
-
-# ------------------------------------------------------------------------------ judging
 UNREADABLE = "unreadable result"
 TAMPERED = "the grading runtime was changed in the notebook's process"
 #: Exceptions a judge raises when an observation is not what the probe writes.
@@ -292,7 +206,7 @@ def judge_part(
     Never raises: whatever the records hold, a failure becomes that part's feedback.
     """
     try:
-        max_points = _check_points(points)
+        max_points = check_points(points)
     except ValueError:
         max_points = 0.0
     try:
@@ -306,28 +220,3 @@ def judge_part(
             f"the grader could not judge this part ({type(error).__name__})",
         )
         return PartResult(part_key, 0.0, max_points, (sub,), malformed=False)
-
-
-def run_part(
-    part_key: str, candidate: Any, points: float, scale: float = 1.0, seed: int | None = None
-) -> PartResult:
-    """Probe ``candidate`` in this process on cases drawn from ``seed`` (a fresh secret one by
-    default) and judge it; prints nothing."""
-    _check_points(points)
-    part_module(part_key)  # raises the ValueError naming the known keys
-    seed = new_seed() if seed is None else seed
-    steps = part_steps(part_key, seed, PART_KEYS.index(part_key))
-    plan = {"parts": {part_key: steps}, "time_scale": scale}
-    records = dict(run_steps(candidate, steps, scale))
-    return judge_part(part_key, records, points, plan)
-
-
-def grade_part(part_key: str, candidate: Any, points: float) -> float:
-    """Grade one part here and now: print the feedback (stdout) and return the points earned.
-
-    For the instructor's and self-learner's own notebook; grading a submission never runs the
-    student's code in the grader's process (see :mod:`autograder.nbgrader.grader`).
-    """
-    result = run_part(part_key, candidate, points, scale=time_scale())
-    print(result.feedback(), file=sys.stdout, flush=True)
-    return result.score

@@ -19,7 +19,7 @@ dtypes, depth, string length and integer range) stays with the encoder,
 :mod:`autograder.sandboxed.grading_runtime.record`, whose
 :func:`~autograder.sandboxed.grading_runtime.record.dumps` writes only what :func:`loads`
 accepts. What the grader accepts as a probe's record (its envelope) is checked on top of this
-in :mod:`autograder.core.channel`.
+in :mod:`autograder.core.judging.channel`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """From one sandboxed run to a grade: part scores, cell notes and the status, in that order.
 
-:class:`autograder.nbgrader.grader.Grader` decodes the run's channel (:mod:`autograder.core.channel`),
+:class:`autograder.core.assessor.Assessor` decodes the run's channel (:mod:`autograder.core.judging.channel`),
 then calls these, each with one job:
 
 * :func:`score_parts`: every part judged on its records (:func:`autograder.core.judging.judge_part`);
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from autograder.core.channel import Channel
-from autograder.core.judging import TAMPERED, judge_part
-from autograder.core.results import GradeResult, PartScore
+from autograder.core.judging.channel import Channel
+from autograder.core.judging.part_scoring import TAMPERED, judge_part
+from autograder.core.reports.grade_result import GradeResult, PartScore
 
 __all__ = ["cell_notes", "run_status", "score_parts", "why_ended"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder.core.judges import BONUS_PARTS
+from solutions.parts import BONUS_PARTS
 
 __all__ = ["NOT_GRADED_YET", "CoursePoints", "course_points"]
 

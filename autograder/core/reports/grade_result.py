@@ -12,7 +12,7 @@ lines the runner and the probes do not write, a broken seal, a changed environme
 ``"unsandboxed: ..."`` (graded with ``--no-sandbox``: scores, never a grade) and ``"not graded:
 ..."`` (interrupted, or lost on a cluster, before it was graded). A result that is not
 ``graded`` keeps its partial scores for the instructor to review, but reports never show them
-as a bare grade (:mod:`autograder.core.report`).
+as a bare grade (:mod:`autograder.core.reports`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder.core.judges import BONUS_PARTS
+from solutions.parts import BONUS_PARTS
 
 __all__ = ["GradeResult", "PartScore"]
 
@@ -69,7 +69,7 @@ class GradeResult:
     #: whether the notebook ran in the bubblewrap sandbox (False: a plain subprocess)
     sandboxed: bool = True
     #: how it was isolated: "bubblewrap", "container" (a fresh user where bubblewrap cannot
-    #: start, :mod:`autograder.core.container_isolation`) or "none"
+    #: start, :mod:`autograder.core.isolation.container`) or "none"
     isolation: str = "bubblewrap"
     #: manually graded cells: grade_id -> max points (scored later, by hand)
     manual: dict[str, float] = field(default_factory=dict)

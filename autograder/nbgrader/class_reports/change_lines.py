@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from autograder.core.course_points import NOT_GRADED_YET
-from autograder.nbgrader.part8 import EARLIER
+from autograder.core.reports.course_points import NOT_GRADED_YET
+from autograder.nbgrader.part8_regrading import EARLIER
 
 __all__ = ["change_lines", "describe", "row_key"]
 

@@ -12,5 +12,5 @@ Gradescope unpacks the zip into ``/autograder/source``, puts the submission into
 takes that root from ``AUTOGRADER_ROOT`` (default ``/autograder``), so the same grading runs on
 any folder laid out alike. It grades as ``grade`` does: the notebook runs in the bubblewrap
 sandbox, or where Gradescope's container refuses namespaces as a fresh unprivileged user
-(:mod:`autograder.core.container_isolation`), and is judged in the grader's own process.
+(:mod:`autograder.core.isolation.container`), and is judged in the grader's own process.
 """

@@ -1,7 +1,7 @@
-"""``python -m autograder.gradescope``: grade one submission as Gradescope's run_autograder."""
+"""``python -m autograder.platforms.gradescope``: grade one submission as Gradescope's run_autograder."""
 
 import sys
 
-from autograder.gradescope.run_autograder import main
+from autograder.platforms.gradescope.run_autograder import main
 
 sys.exit(main())

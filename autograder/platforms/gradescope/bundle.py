@@ -5,7 +5,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from autograder.platform_run import (
+from autograder.platforms.bundle_contents import (
     KIT_ROOT,
     RELEASE_NAME,
     grading_requirements,
@@ -44,7 +44,7 @@ fi
 python3 -m pip install -q -r requirements.txt
 # The grader's own Python files: readable by root alone from now on.
 chmod -R go-w . && chmod o-rwx .
-python3 -I -c 'import sys; sys.path.insert(0, sys.argv[1]); import autograder.platform_run, autograder.core.assessor' "$PWD"
+python3 -I -c 'import sys; sys.path.insert(0, sys.argv[1]); import autograder.platforms.one_notebook, autograder.core.assessor' "$PWD"
 echo "setup.sh: ready"
 """
 
@@ -53,7 +53,7 @@ RUN_AUTOGRADER = r"""#!/usr/bin/env bash
 # Gradescope runs this, as root, for every submission: it grades the notebook in
 # $AUTOGRADER_ROOT/submission (default /autograder) and writes results/results.json there.
 root="${AUTOGRADER_ROOT:-/autograder}"
-exec python3 -I -c 'import sys; sys.path.insert(0, sys.argv[1]); from autograder.gradescope.run_autograder import main; sys.exit(main())' "$root/source"
+exec python3 -I -c 'import sys; sys.path.insert(0, sys.argv[1]); from autograder.platforms.gradescope.run_autograder import main; sys.exit(main())' "$root/source"
 """
 
 

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autograder.core.sandbox import SandboxUnavailable
-from autograder.platform_run import (
+from autograder.core.isolation import SandboxUnavailable
+from autograder.platforms.one_notebook import (
     close_folders,
     find_notebook,
     grade_notebook,
@@ -35,7 +35,7 @@ VISIBILITY = "visible"  #: the hidden tests' feedback is written for students
 
 
 def gradescope_results(result: Any, seconds: float) -> dict[str, Any]:
-    """Gradescope's ``results.json`` for a :class:`~autograder.core.results.GradeResult`."""
+    """Gradescope's ``results.json`` for a :class:`~autograder.core.reports.grade_result.GradeResult`."""
     tests = []
     autograded = [row for row in part_rows(result) if not row.manual]
     for number, row in enumerate(autograded, start=1):

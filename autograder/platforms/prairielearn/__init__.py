@@ -17,6 +17,6 @@ PrairieLearn course repository needs, DIR being the course's ``serverFilesCourse
 ``run_grader`` reads ``/grade`` (or ``PL_GRADE_ROOT``): the notebook from ``student/``,
 ``data/data.json`` for an optional ``params.notebook`` file name; it writes
 ``results/results.json`` by PrairieLearn's schema. It grades as ``grade`` does: bubblewrap where
-the container allows it, else a fresh unprivileged user (:mod:`autograder.core.container_isolation`);
+the container allows it, else a fresh unprivileged user (:mod:`autograder.core.isolation.container`);
 judging stays in the grader's process.
 """

@@ -1,7 +1,7 @@
-"""``python -m autograder.prairielearn``: grade one submission as the external grader."""
+"""``python -m autograder.platforms.prairielearn``: grade one submission as the external grader."""
 
 import sys
 
-from autograder.prairielearn.run_grader import main
+from autograder.platforms.prairielearn.run_grader import main
 
 sys.exit(main())

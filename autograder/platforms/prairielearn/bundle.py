@@ -7,7 +7,7 @@ import json
 import uuid
 from pathlib import Path
 
-from autograder.platform_run import (
+from autograder.platforms.bundle_contents import (
     KIT_ROOT,
     RELEASE_NAME,
     grading_requirements,
@@ -25,7 +25,7 @@ RUN_GRADER = r"""#!/bin/sh
 # PrairieLearn's external grader runs this, as root, in the grading container: it grades the
 # notebook in ${PL_GRADE_ROOT:-/grade}/student and writes results/results.json there.
 here="$(cd "$(dirname "$0")" && pwd)"
-exec python3 -I -c 'import sys; sys.path.insert(0, sys.argv[1]); from autograder.prairielearn.run_grader import main; sys.exit(main())' "$here/kit"
+exec python3 -I -c 'import sys; sys.path.insert(0, sys.argv[1]); from autograder.platforms.prairielearn.run_grader import main; sys.exit(main())' "$here/kit"
 """
 
 QUESTION_HTML = """<pl-question-panel>

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autograder.core.sandbox import SandboxUnavailable
-from autograder.platform_run import (
+from autograder.core.isolation import SandboxUnavailable
+from autograder.platforms.one_notebook import (
     close_folders,
     find_notebook,
     grade_notebook,
@@ -36,7 +36,7 @@ MAX_DATA_BYTES = 1024**2  #: data/data.json is read up to this size
 
 
 def prairielearn_results(result: Any) -> dict[str, Any]:
-    """PrairieLearn's ``results.json`` for a :class:`~autograder.core.results.GradeResult`; a file
+    """PrairieLearn's ``results.json`` for a :class:`~autograder.core.reports.grade_result.GradeResult`; a file
     that is not a notebook the grader can read (``unreadable: ...``) is not gradable, so the
     student loses no attempt on it."""
     if result.status.startswith("unreadable"):

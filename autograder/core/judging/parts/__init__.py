@@ -1,6 +1,6 @@
 """The hidden checks of each graded part, one module per part key.
 
-Every module holds ``SUBCHECKS``, a tuple of :class:`~autograder.core.judges.base.SubCheck` (which
+Every module holds ``SUBCHECKS``, a tuple of :class:`~autograder.core.judging.parts.subcheck.SubCheck` (which
 probe runs the student's code on which cases, and how the observation is judged against the
 reference), ``draw_cases(rng)`` (this grading's cases, drawn from the secret seed) and
 ``GATE`` (the sub-checks that compare values, which the gated ones wait for). The student's
@@ -28,7 +28,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from autograder.core.judges.base import SubCheck
+from autograder.core.judging.parts.subcheck import SubCheck
 from solutions.parts import BONUS_PARTS, PARTS
 
 __all__ = ["BONUS_PARTS", "PART_KEYS", "PART_NAMES", "part_module", "subchecks"]

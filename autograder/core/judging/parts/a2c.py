@@ -10,7 +10,7 @@ Contract (docs/design.md), with B = T*N rows::
     step: zero_grad, backward, clip_grad_norm_(max_grad_norm), optimizer.step;
           returns floats loss, policy_loss, value_loss, entropy, grad_norm (before clipping)
 
-The student's class and the reference run the same probe (:func:`autograder.sandboxed.grading_runtime.probes.a2c_run`):
+The student's class and the reference run the same probe (:func:`autograder.sandboxed.grading_runtime.probes.a2c.a2c_run`):
 the same fixture network, policy, optimizer and merged batch (seeds drawn for this grading), so
 the reported numbers and the parameters after a step can be compared. Feedback says which
 term is wrong and in which direction, never the reference's number. A student who recomputes the log-probs from
@@ -23,6 +23,9 @@ gradient: e.g. a clipped SGD step must be the student's unclipped step scaled do
 claims a process could make up: they are gated on ``sgd_step`` (one whole update equal to the
 reference's). Most checks use the two-headed fixture (its heads share no parameter); one uses
 a small network with a shared trunk.
+
+Why one module: one part's judges, as for every part (:mod:`autograder.core.judging.parts`);
+A2C's step has the most to check.
 """
 
 from __future__ import annotations
@@ -33,7 +36,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from autograder.core.judges.base import CheckFailed, SubCheck, describe, reference_observation
+from autograder.core.judging.parts.subcheck import (
+    CheckFailed,
+    SubCheck,
+    describe,
+    reference_observation,
+)
 from autograder.sandboxed.grading_runtime import fixtures
 from solutions import reference
 

@@ -20,21 +20,21 @@ from typing import Any
 
 import numpy as np
 
-from autograder.core.judges.base import (
-    CheckFailed,
-    SubCheck,
-    fmt,
-    is_close,
-    reference_observation,
-    where_wrong,
-)
-from autograder.core.judges.returns import (
+from autograder.core.judging.parts.returns import (
     bootstrap,
     make_case,
     nstep_targets,
     read_per_step,
     render,
     state_values,
+)
+from autograder.core.judging.parts.subcheck import (
+    CheckFailed,
+    SubCheck,
+    fmt,
+    is_close,
+    reference_observation,
+    where_wrong,
 )
 from solutions import reference
 

@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from autograder.core.judges.base import (
+from autograder.core.judging.parts.subcheck import (
     CheckFailed,
     SubCheck,
     array_of,
     describe,
     reference_observation,
 )
-from autograder.sandboxed.grading_runtime.probes import PER_STEP_KEYS
+from autograder.sandboxed.grading_runtime.probes.merge_time_batch import PER_STEP_KEYS
 from course_lib.checks.properties import batch_problem
 from solutions import reference
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from autograder.core.judges.base import (
+from autograder.core.judging.parts.subcheck import (
     CheckFailed,
     SubCheck,
     array_of,

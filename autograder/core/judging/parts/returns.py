@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.core.judges.base import CheckFailed, array_of, describe, fmt
+from autograder.core.judging.parts.subcheck import CheckFailed, array_of, describe, fmt
 
 __all__ = ["bootstrap", "make_case", "nstep_targets", "read_per_step", "render", "state_values"]
 

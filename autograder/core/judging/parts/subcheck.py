@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from autograder.sandboxed.grading_runtime.harness import SEED, guarded, seed_all, state_kept
+from autograder.sandboxed.grading_runtime.harness import SEED, guarded, state_kept
 from autograder.sandboxed.grading_runtime.probes import run_probe
 from autograder.sandboxed.grading_runtime.record import dumps
+from autograder.sandboxed.grading_runtime.seeding import seed_all
 from course_lib.checks import CheckFailed
 from course_lib.checks.properties import array_of, describe, log_softmax
 

@@ -18,9 +18,11 @@ class PreprocessedOnce:
 
     nbconvert's ``from_notebook_node`` deep-copies the notebook before it preprocesses it, and
     its ``_preprocess`` copies that copy again; it then checks the whole notebook after each
-    preprocessor (a dozen times a recording). Together that was a quarter of a recording's
-    time, for nothing a reader sees: an invalid notebook is still refused (the message names the
-    last preprocessor), and autograde's notebook is checked again when nbformat writes it.
+    preprocessor (a dozen times a recording). That costs a third of a recording's CPU
+    (``benchmarks/nbconvert_override.py``, docs/benchmarks.md) for nothing a reader sees: an
+    invalid notebook is still refused (the message names the last preprocessor), and
+    autograde's notebook is checked again when nbformat writes it. ``_preprocess`` is private to
+    nbconvert: tests/test_nbconvert_overrides.py pins the versions this was written against.
     """
 
     def _preprocess(self, nb: NotebookNode, resources: Any) -> tuple[NotebookNode, Any]:

@@ -6,8 +6,9 @@
   ``torch.device``, with an error that says what is available when the request cannot be met.
 * :func:`set_torch_threads` caps torch's intra-op threads (on a small CPU, one thread per core
   and none more is fastest; oversubscription with env workers slows everything down).
-* :func:`flush_denormals` makes CPU float math flush denormal numbers to zero: without it,
-  long CPU training runs slow down as RMSprop's running squares sink into them.
+* :func:`flush_denormals` makes CPU float math flush denormal numbers to zero: in long CPU
+  training runs RMSprop's running squares sink into them, and x86 CPUs compute more slowly
+  there (how much that costs a run is for ``benchmarks/denormals.py`` to measure).
 * :func:`seed_everything` seeds Python, numpy and torch in one call.
 """
 

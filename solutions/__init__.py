@@ -8,11 +8,12 @@
 * :mod:`solutions.train`: ``python -m solutions.train --env ENV_ID --steps N``, the whole
   algorithm in one function; beside it, one job each: :mod:`~solutions.cli` (options generated
   from the config), :mod:`~solutions.run_folder`, :mod:`~solutions.checkpoint`,
-  :mod:`~solutions.stop_request`, :mod:`~solutions.metrics_log`.
+  :mod:`~solutions.stop_request`, :mod:`~solutions.metrics_log`,
+  :mod:`~solutions.tensorboard_log`.
 * :mod:`solutions.evaluate`: average raw score over full games.
 
 Submodules are imported on demand, so ``import solutions`` stays cheap.
 """
 
 __all__ = ["checkpoint", "cli", "config", "evaluate", "metrics_log", "reference", "run_folder"]
-__all__ += ["stop_request", "train"]
+__all__ += ["stop_request", "tensorboard_log", "train"]

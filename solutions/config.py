@@ -19,9 +19,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from course_lib.validation import check_int
-
 __all__ = ["A2CConfig", "RESUME_MAY_CHANGE", "RunOptions"]
+
+
+def check_int(*args: Any, **kwargs: Any) -> None:
+    """``course_lib.validation.check_int``, imported when a config is made: importing
+    ``course_lib`` loads gymnasium and the emulator (about a second), which ``--help`` and the
+    parsing of the command line (:mod:`solutions.cli`, built from these fields) do without."""
+    from course_lib.validation import check_int as check
+
+    check(*args, **kwargs)
 
 
 @dataclass

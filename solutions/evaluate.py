@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from course_lib import nature_dqn_env
 from course_lib.validation import check_int
@@ -61,6 +62,7 @@ def evaluate_scores(
     greedy: bool = False,
     max_steps_per_game: int = MAX_STEPS_PER_GAME,
     backend: str = "auto",
+    progress: bool = False,
 ) -> np.ndarray:
     """Raw scores of ``games`` full games played by ``agent``, ``float64 (games,)``.
 
@@ -77,6 +79,8 @@ def evaluate_scores(
             counts with its score so far (with a warning): guards against agents that never
             lose, e.g. by never pressing FIRE.
         backend: env batch backend (see ``course_lib.nature_dqn_env``).
+        progress: show a progress bar of the games counted so far (a game of a trained agent
+            lasts thousands of agent steps: an evaluation takes a minute or more on a CPU).
     """
     check_int("games", games, 1)
     check_int("max_steps_per_game", max_steps_per_game, 1)
@@ -90,6 +94,8 @@ def evaluate_scores(
     game_steps = np.zeros(nenvs, dtype=np.int64)
 
     env = nature_dqn_env(env_id, nenvs=nenvs, seed=seed, clip_reward=False, backend=backend)
+    bar = tqdm(total=games, desc="evaluation", unit="game", dynamic_ncols=True,
+               disable=not progress)  # fmt: skip
     try:
         obs, _ = env.reset(seed=seed)
         while any(len(s) < q for s, q in zip(scores, quota, strict=True)):
@@ -105,6 +111,7 @@ def evaluate_scores(
                 if len(scores[i]) < quota[i]:
                     score = infos["episode"]["r"][i] if finished[i] else running[i]
                     scores[i].append(float(score))
+                    bar.update(1)
                     if not finished[i]:
                         warnings.warn(
                             f"evaluate: a game of env {i} ran {max_steps_per_game} agent steps "
@@ -114,6 +121,7 @@ def evaluate_scores(
             running[finished | too_long] = 0.0
             game_steps[finished | too_long] = 0
     finally:
+        bar.close()
         env.close()
     return np.array([score for env_scores in scores for score in env_scores])
 
@@ -125,11 +133,13 @@ def evaluate(
     return float(np.mean(evaluate_scores(agent, env_id, games=games, seed=seed, **kwargs)))
 
 
-def described_evaluation(agent: Any, env_id: str, games: int, seed: int) -> dict[str, Any]:
+def described_evaluation(
+    agent: Any, env_id: str, games: int, seed: int, progress: bool = False
+) -> dict[str, Any]:
     """The evaluation at the end of a training run, with what it measured (for summary.json
     and the end-of-run message): mean and std of the raw scores of ``games`` full games played
-    with actions sampled from the policy, as in training (not greedy)."""
-    scores = evaluate_scores(agent, env_id, games=games, seed=seed, greedy=False)
+    with actions sampled from the policy, as in training (not greedy); ``progress`` shows a bar."""
+    scores = evaluate_scores(agent, env_id, games=games, seed=seed, greedy=False, progress=progress)
     return {
         "score": float(np.mean(scores)),
         "std": float(np.std(scores)),
@@ -169,7 +179,8 @@ def describe_scores(result: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> float:
-    """CLI: ``python -m solutions.evaluate CHECKPOINT [--games 10] [--seed 12345] [--greedy]``."""
+    """CLI: ``python -m solutions.evaluate CHECKPOINT [--games 10] [--seed 12345] [--greedy]
+    [--no-progress]``."""
     from course_lib.runtime import resolve_device
 
     from .checkpoint import load_checkpoint
@@ -190,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> float:
     parser.add_argument("--env", default=None, help="ALE id (default: the checkpoint's)")
     parser.add_argument("--greedy", action="store_true", help="argmax actions instead of sampling")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, ... (default auto)")
+    parser.add_argument("--no-progress", dest="progress", action="store_false",
+                        help="no progress bar (default: one is shown)")  # fmt: skip
     args = parser.parse_args(argv)
     try:
         device = resolve_device(args.device)
@@ -204,8 +217,9 @@ def main(argv: Sequence[str] | None = None) -> float:
     model.eval()
     try:
         scores = evaluate_scores(
-            model, env_id, games=args.games, seed=args.seed, greedy=args.greedy
-        )
+            model, env_id, games=args.games, seed=args.seed, greedy=args.greedy,
+            progress=args.progress,
+        )  # fmt: skip
     except ValueError as error:
         parser.error(str(error))
     mean = float(np.mean(scores))

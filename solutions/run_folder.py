@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .checkpoint import load_checkpoint
+from .config import A2CConfig
 
 __all__ = ["BudgetReached", "CHECKPOINT_NAME", "RUN_FILES", "check_budget", "open_run_folder"]
-__all__ += ["resume_command"]
+__all__ += ["budget_change_note", "check_budget_change", "resume_command"]
 
 CHECKPOINT_NAME = "checkpoint.pt"
 #: Files a run writes to its folder; any of them means the folder holds a run.
@@ -87,3 +88,39 @@ def check_budget(ckpt: dict, num_updates: int, total_steps: int) -> None:
             f"--steps {total_steps}: nothing to train, no file changed. To train further, pass "
             f"--steps above {ckpt['step']}."
         )
+
+
+def check_budget_change(ckpt: dict, config: A2CConfig) -> None:
+    """Refuse a resumed ``config`` whose budget is below the checkpoint's (and above its steps).
+
+    The learning rate of update u is ``lr * (1 - u / num_updates)``: a lower budget at the same
+    update makes it jump down (e.g. half the budget left, then a budget one step above the steps
+    done: from lr / 2 to almost 0), and the curves no longer follow one schedule.
+
+    Raises:
+        ValueError: the budget is lower; the message gives the jump and what to do instead.
+    """
+    saved: A2CConfig = ckpt["config"]
+    if config.total_steps >= saved.total_steps:
+        return
+    update = ckpt["update"]
+    raise ValueError(
+        f"--steps {config.total_steps} is below this run's budget of {saved.total_steps} "
+        f"agent steps ({ckpt['step']:,} done). The learning rate decays linearly to 0 over the "
+        f"budget, so it would jump from {saved.lr_at(update):.3g} to {config.lr_at(update):.3g} "
+        f"here. To stop earlier, resume with --steps {saved.total_steps} (or leave --steps out) "
+        "and press Ctrl-C when you like: the checkpoint is saved at that update."
+    )
+
+
+def budget_change_note(ckpt: dict, config: A2CConfig) -> str | None:
+    """One line on what a raised budget does to the learning rate (``None``: budget unchanged)."""
+    saved: A2CConfig = ckpt["config"]
+    if config.total_steps == saved.total_steps:
+        return None
+    update = ckpt["update"]
+    return (
+        f"budget raised from {saved.total_steps:,} to {config.total_steps:,} agent steps: the "
+        f"learning rate goes from {saved.lr_at(update):.3g} to {config.lr_at(update):.3g} at "
+        f"step {ckpt['step']:,} and decays linearly to 0 at step {config.total_steps:,}."
+    )

@@ -23,11 +23,14 @@ one batched pass is faster on a CPU (docs/benchmarks.md).
 Run management sits beside this file, one job per module: :mod:`solutions.cli` (the options,
 generated from the config dataclasses), :mod:`solutions.run_folder` (one run per folder),
 :mod:`solutions.checkpoint` (save and resume), :mod:`solutions.stop_request` (Ctrl-C and SIGTERM
-stop cleanly), :mod:`solutions.metrics_log` (metrics.csv), :mod:`solutions.evaluate` (the final
-score on new games). Written to ``--out``::
+stop cleanly), :mod:`solutions.metrics_log` (metrics.csv), :mod:`solutions.tensorboard_log` (the
+same rows for TensorBoard), :mod:`solutions.evaluate` (the final score on new games). Written to
+``--out``::
 
     metrics.csv        one row per log interval: step, lr, loss terms, entropy, grad norm,
                        explained variance, advantage mean/std, mean raw score of the last 100 games
+    events.out.tfevents.*  the same series at the same steps, for TensorBoard
+                       (tensorboard --logdir runs; solutions.tensorboard_log)
     training.png       raw game score vs agent steps + one panel per logged series
     dashboard.json     every logged series and finished game (course_lib.plots.plot_metrics_file)
     checkpoint.pt      resume with --resume (same --out); see solutions.checkpoint
@@ -35,13 +38,24 @@ score on new games). Written to ``--out``::
     summary.json       config, steps, speed, score of the last 100 games, final evaluation
 
 A resumed run restores the model, optimizer, step count, learning-rate schedule, finished-game
-statistics and RNG states, then starts fresh games (emulator states are not saved). The
-contract is in docs/design.md, section 6.
+statistics and RNG states, then starts fresh games (emulator states are not saved). Its budget
+(``--steps``) may be raised, not lowered (:func:`~solutions.run_folder.check_budget_change`).
+The contract is in docs/design.md, section 6.
+
+Why one module: it is the whole algorithm, read top to bottom (the outline above); the
+run folder, checkpoint, config and logging it calls are in modules of their own.
 """
 
 from __future__ import annotations
 
 # ruff: noqa: E402 (the imports below come after passive_openmp(), which must precede torch)
+if __name__ == "__main__":
+    # The command line is read before torch and the emulator load (seconds): `--help` and a
+    # mistyped option are answered at once. main() reads it again, with what needs torch.
+    from solutions.cli import build_parser
+
+    build_parser().parse_args()
+
 # Before torch starts OpenMP: idle OpenMP workers then sleep instead of spinning, and leave the
 # CPU to the emulator threads of the env batch (course_lib.openmp, docs/benchmarks.md).
 from course_lib.openmp import passive_openmp
@@ -75,8 +89,16 @@ from .config import A2CConfig, RunOptions
 from .evaluate import describe_scores, described_evaluation
 from .metrics_log import MetricsLog
 from .reference import A2C, ComputeGAE, ComputeValueTargets, MergeTimeBatch, Policy, make_model
-from .run_folder import BudgetReached, check_budget, open_run_folder, resume_command
+from .run_folder import (
+    BudgetReached,
+    budget_change_note,
+    check_budget,
+    check_budget_change,
+    open_run_folder,
+    resume_command,
+)
 from .stop_request import StopRequest
+from .tensorboard_log import TensorBoardLog
 
 __all__ = ["METRIC_COLUMNS", "BatchedA2C", "NoGradPolicy", "TrainResult", "critic_stats", "main"]
 __all__ += ["make_agent", "train", "value_targets"]
@@ -208,6 +230,10 @@ def train(config: A2CConfig, run: RunOptions, ckpt: dict[str, Any] | None = None
         ckpt = open_run_folder(out_dir, run.resume)
     if ckpt is not None:
         check_budget(ckpt, config.num_updates, config.total_steps)
+        check_budget_change(ckpt, config)
+        note = budget_change_note(ckpt, config)
+        if note:
+            print(note, file=sys.stderr)
     flush_denormals()  # long CPU runs: RMSprop state in denormals (see course_lib.runtime)
     device = resolve_device(config.device)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -251,6 +277,7 @@ def train(config: A2CConfig, run: RunOptions, ckpt: dict[str, Any] | None = None
                             config=config, update=update, step=runner.step_var, extra=extra)  # fmt: skip
 
         metrics = MetricsLog(out_dir / "metrics.csv", METRIC_COLUMNS, start_step if ckpt else None)
+        events = TensorBoardLog(out_dir, METRIC_COLUMNS, start_step if ckpt else None)
         bar = tqdm(total=config.num_updates * config.batch_size, initial=start_step, unit="step",
                    unit_scale=True, dynamic_ncols=True, disable=not run.progress,
                    desc=config.env_id.replace("NoFrameskip-v4", ""))  # fmt: skip
@@ -278,9 +305,11 @@ def train(config: A2CConfig, run: RunOptions, ckpt: dict[str, Any] | None = None
                     now, step = time.perf_counter(), runner.step_var
                     means = {k: float(np.nanmean([w[k] for w in window])) for k in STAT_KEYS}
                     games = runner.episode_stats
-                    metrics.write({"step": step, "update": update, "lr": lr, **means,
-                                   "mean_raw_score_100": games.mean_recent(100), "games": len(games),
-                                   "steps_per_s": (step - step_log) / max(now - t_log, 1e-9)})  # fmt: skip
+                    row = {"step": step, "update": update, "lr": lr, **means,
+                           "mean_raw_score_100": games.mean_recent(100), "games": len(games),
+                           "steps_per_s": (step - step_log) / max(now - t_log, 1e-9)}  # fmt: skip
+                    metrics.write(row)
+                    events.write(row)
                     dashboard.log(step, lr=lr, **means)
                     dashboard.update()
                     bar.set_postfix(score100=f"{games.mean_recent(100):.1f}", games=len(games),
@@ -293,6 +322,7 @@ def train(config: A2CConfig, run: RunOptions, ckpt: dict[str, Any] | None = None
         finally:
             bar.close()
             metrics.close()
+            events.close()
             env.close()
         elapsed = time.perf_counter() - t_start
         dashboard.save(out_dir / "training.png")
@@ -330,7 +360,9 @@ def _finish(
     try:
         if run.eval_games > 0:
             seed = config.seed + 1_000_000  # games the training never played
-            result.evaluation = described_evaluation(policy, config.env_id, run.eval_games, seed)
+            result.evaluation = described_evaluation(
+                policy, config.env_id, run.eval_games, seed, progress=run.progress
+            )
             summary["eval"] = result.evaluation
             path.write_text(json.dumps(summary, indent=2).replace("NaN", "null"))
         if run.video_frames > 0:
@@ -360,6 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = config_from_args(args, ckpt["config"] if ckpt else None)
         if ckpt:
             check_budget(ckpt, config.num_updates, config.total_steps)
+            check_budget_change(ckpt, config)
         from course_lib.atari_ids import resolve_env_id
 
         resolve_env_id(config.env_id)  # an unknown game fails now, not after the set-up

@@ -293,6 +293,34 @@ def test_oversized_markdown_is_left_out_with_a_note() -> None:
     assert any("200000 characters, not shown" in note for note in notes)
 
 
+def test_markdown_that_renders_slowly_stops_at_the_notebooks_time_budget(monkeypatch) -> None:
+    """Student cells that each take 0.3 s to render, with a 0.5 s budget: the first ones are
+    rendered, every later one is left out with a note, and the course's cells stay as released."""
+    from autograder.core import student_markdown
+
+    def slow(source: str) -> str:
+        time.sleep(0.3)
+        return source
+
+    monkeypatch.setattr(student_markdown, "MARKDOWN_SECONDS", 0.5)
+    monkeypatch.setattr(student_markdown, "sanitize_markdown", slow)
+    release = nbformat.read(RELEASE, as_version=4)
+    nb = course_submission()
+    released = {cell.source for cell in release.cells if cell.cell_type == "markdown"}
+    for number in range(6):
+        nb.cells.append(nbformat.v4.new_markdown_cell(f"My note {number}: $V(s)$"))
+    course_cells = {i: c.source for i, c in enumerate(nb.cells) if c.source in released}
+    started = time.perf_counter()
+    notes = safe_markdown(nb, release)
+    assert time.perf_counter() - started < 1.8  # the budget and a cell or two, not all 7
+    mine = [cell.source for cell in nb.cells[-6:]]
+    kept = [source for source in mine if source.startswith("My note")]
+    assert 1 <= len(kept) <= 3 and mine[: len(kept)] == kept  # rendered in order, then cut
+    assert all("took more than 0.5 s" in source for source in mine[len(kept) :])
+    assert sum("took too long to render" in note for note in notes) >= 6 - len(kept)
+    assert all(nb.cells[i].source == source for i, source in course_cells.items())
+
+
 def test_a_notebook_of_too_many_cells_is_refused_before_parsing() -> None:
     """50,000 one-character cells: refused with the limit named, in well under a second."""
     cells = [

@@ -195,3 +195,26 @@ def test_refuses_to_write_into_the_instructor_repository():
     )  # fmt: skip
     assert result.returncode == 2 and "instructor repository" in result.stderr, result.stderr
     assert {p: p.stat().st_mtime_ns for p in before} == before
+
+
+def test_the_colab_like_run_changes_only_the_address_and_fills_only_the_stubs(student):
+    """benchmarks/colab_like.py: is the setup cell it runs the release's, with only the address
+    swapped for the local repository; does the filled notebook carry the solution of every
+    graded part, and the untouched one the release's stubs?"""
+    from benchmarks import colab_like
+
+    def by_id(nb):
+        return {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells}
+
+    release = by_id(nbformat.read(student / "notebooks" / "a2c.ipynb", as_version=4))
+    solution = by_id(nbformat.read(bn.SOURCE_NOTEBOOK, as_version=4))
+    filled = by_id(colab_like._colab_notebook(student, filled=True))
+    untouched = by_id(colab_like._colab_notebook(student, filled=False))
+    local = release["setup"].replace(bn.STUDENT_REPO_URL, f"file://{student}")
+    assert local != release["setup"] and filled["setup"] == untouched["setup"] == local
+    stubs = [key for key, text in release.items() if key and "raise NotImplementedError" in text]
+    assert {"model", "policy", "a2c", "train"} <= set(stubs)
+    for key in stubs:
+        assert filled[key] == solution[key] and untouched[key] == release[key], key
+    same = [key for key in release if key and key not in stubs and key != "setup"]
+    assert all(filled[key] == untouched[key] == release[key] for key in same)

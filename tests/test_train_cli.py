@@ -293,6 +293,17 @@ def test_evaluate_gives_each_env_a_quota_so_short_games_are_not_favoured(monkeyp
         evaluate_module.evaluate(object(), "Fake", games=1)
 
 
+def test_evaluation_shows_its_progress_game_by_game(monkeypatch, capsys):
+    """Does an evaluation with ``progress`` count its games on a bar as they end (training's
+    final evaluation and ``python -m solutions.evaluate`` use it), and stay quiet without it?"""
+    monkeypatch.setattr(evaluate_module, "nature_dqn_env", lambda *a, **k: FixedGamesBatch(2))
+    evaluate_module.evaluate_scores(ConstantAgent(), "Fake", games=5, nenvs=2, progress=True)
+    err = capsys.readouterr().err
+    assert "evaluation" in err and "5/5" in err and "game" in err
+    evaluate_module.evaluate_scores(ConstantAgent(), "Fake", games=5, nenvs=2)
+    assert capsys.readouterr().err == ""
+
+
 # ----- CLI ------------------------------------------------------------------------------------
 
 
@@ -480,14 +491,19 @@ def test_a_signal_during_the_last_update_keeps_the_finished_run_and_skips_the_ev
     assert load_checkpoint(out / "checkpoint.pt")["update"] == 12
 
 
+def stopped_run(out, step, fake_atari, capsys):
+    """A 200-step run in ``out`` stopped by Ctrl-C at ``step``; its files' bytes."""
+    fake_atari({step: signal.SIGINT})
+    assert run_cli(out, "--steps", "200") == 130
+    capsys.readouterr()
+    return snapshot(out)
+
+
 def test_a_folder_with_an_unfinished_run_is_refused_without_resume(tmp_path, capsys, fake_atari):
     """After a stop at step 60, does a new run in the same folder fail, leaving every file
     as it was, and say how to resume?"""
     out = tmp_path / "run"
-    fake_atari({60: signal.SIGINT})
-    assert run_cli(out, "--steps", "200") == 130
-    before = snapshot(out)
-    capsys.readouterr()
+    before = stopped_run(out, 60, fake_atari, capsys)
     with pytest.raises(SystemExit) as exit_info:
         run_cli(out, "--steps", "200")
     assert exit_info.value.code == 2
@@ -549,17 +565,39 @@ def test_resume_with_a_budget_already_reached_says_so_and_changes_nothing(
 
 @pytest.mark.rom
 @pytest.mark.timeout(240)
-def test_ctrl_c_stops_the_quick_start_run_in_a_subprocess_and_it_resumes(tmp_path):
+def test_ctrl_c_stops_the_quick_start_run_in_a_subprocess_and_it_resumes(tmp_path, capsys):
     """The README's quick-start run (200k steps) on a real ROM, sent SIGINT as a terminal's
-    Ctrl-C would: exit 130 with a checkpoint at the last metrics row, and the printed command
-    continues it (here to a small budget, to keep the test short)."""
+    Ctrl-C would: exit 130 with a checkpoint at the last metrics row; a lower budget is refused,
+    and the printed command continues the run (stopped again after two more rows, to keep the
+    test short)."""
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "solutions.train", "--steps", "200000", "--nenvs", "2",
            "--log-interval", "20", "--no-progress", "--threads", "1", "--out", str(out)]  # fmt: skip
+    returncode, err = interrupt_after_rows(cmd, out, rows=3)
+    assert returncode == 130, err
+    ckpt = load_checkpoint(out / "checkpoint.pt")
+    assert 0 < ckpt["step"] < 200_000 and metric_steps(out)[-1] == ckpt["step"]
+    command = shlex.split(err.split("Resume with:")[1].strip().splitlines()[0])
+    with pytest.raises(SystemExit) as lower:  # in this process: refused before any set-up
+        main([*command[3:], "--steps", str(ckpt["step"] + 40)])
+    assert lower.value.code == 2
+    assert "below this run's budget of 200000" in capsys.readouterr().err
+    returncode, err = interrupt_after_rows([sys.executable, *command[1:]], out, rows=2)
+    assert returncode == 130, err
+    resumed = load_checkpoint(out / "checkpoint.pt")
+    assert resumed["step"] > ckpt["step"] and resumed["config"].total_steps == 200_000
+    steps = metric_steps(out)
+    assert steps == sorted(set(steps)) and steps[-1] == resumed["step"]
+
+
+def interrupt_after_rows(cmd, out, rows):
+    """Run ``cmd``, send it SIGINT once ``rows`` more metrics rows are written to ``out``;
+    its exit status and standard error."""
+    start = len(metric_lines(out)) if (out / "metrics.csv").is_file() else 1
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 150
-        while not (out / "metrics.csv").is_file() or len(metric_lines(out)) < 3:
+        while not (out / "metrics.csv").is_file() or len(metric_lines(out)) < start + rows:
             assert proc.poll() is None and time.monotonic() < deadline, "no metrics in time"
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
@@ -567,18 +605,7 @@ def test_ctrl_c_stops_the_quick_start_run_in_a_subprocess_and_it_resumes(tmp_pat
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
-    ckpt = load_checkpoint(out / "checkpoint.pt")
-    assert 0 < ckpt["step"] < 200_000 and metric_steps(out)[-1] == ckpt["step"]
-    command = shlex.split(err.split("Resume with:")[1].strip().splitlines()[0])
-    target = ckpt["step"] + 40
-    resumed = subprocess.run(
-        [sys.executable, *command[1:], "--steps", str(target), "--eval-games", "0",
-         "--video-frames", "0"], capture_output=True, text=True, timeout=150,
-    )  # fmt: skip
-    assert resumed.returncode == 0, resumed.stderr
-    steps = metric_steps(out)
-    assert steps == sorted(set(steps)) and steps[-1] == target
+    return proc.returncode, err
 
 
 def metric_lines(out):
@@ -595,3 +622,87 @@ def test_a_run_in_which_no_game_ended_says_so_instead_of_nan():
     assert "nan" not in text and "no full game ended during training" in text
     played = SimpleNamespace(games=3, mean_raw_score_100=155.0, evaluation=None)
     assert describe_scores(played).startswith("training score: 155.0 = mean raw score of the last 3")
+
+
+# ----- start-up, budget changes on resume, TensorBoard ----------------------------------------
+
+
+def test_help_is_printed_before_torch_is_imported():
+    """``python -m solutions.train --help`` (and a mistyped option) must not wait for torch and
+    the emulator to load: does the command answer with neither imported?"""
+    for argv, status in ((["--help"], 0), (["--steps", "-5"], 2)):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "solutions.train", *argv],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == status, done.stderr
+        imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+        assert "solutions.cli" in imported
+        assert not {"torch", "gymnasium", "ale_py"} & imported, sorted(imported)
+    assert "--resume" in done.stderr or "usage" in done.stderr
+
+
+def test_resume_with_a_lower_budget_is_refused_and_a_higher_one_says_what_the_lr_does(
+    tmp_path, capsys, fake_atari
+):
+    """Stopped at step 80 of 200: is --steps 120 refused (the learning rate would jump from
+    7e-4 * 0.6 to 7e-4 * 0.33), with no file changed, and does --steps 240 say where the
+    learning rate goes and then follow the new schedule?"""
+    out = tmp_path / "run"
+    before = stopped_run(out, 80, fake_atari, capsys)
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(out, "--steps", "120", "--resume")
+    assert exit_info.value.code == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--steps 120 is below this run's budget of 200" in err
+    assert "jump from 0.00042 to 0.000233" in err and "Ctrl-C" in err
+    assert snapshot(out) == before
+    assert run_cli(out, "--steps", "240", "--resume") == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "budget raised from 200 to 240 agent steps" in err
+    assert "from 0.00042 to 0.000467 at step 80" in err
+    rows = read_metrics(out / "metrics.csv")
+    config = A2CConfig(total_steps=240, nenvs=2)
+    resumed = [row for row in rows if int(row["step"]) > 80]
+    assert [int(row["step"]) for row in resumed] == [120, 160, 200, 240]
+    for row in resumed:
+        assert float(row["lr"]) == pytest.approx(config.lr_at(int(row["update"]) - 1))
+
+
+def read_events(out):
+    """Every scalar of the TensorBoard files in ``out``, as TensorBoard reads them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(out), size_guidance={"scalars": 0})
+    events.Reload()
+    return {
+        tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]
+    }
+
+
+def test_tensorboard_shows_the_series_of_metrics_csv_at_the_same_steps_across_a_resume(
+    tmp_path, fake_atari
+):
+    """A crash at step 150 (checkpoint at 80, rows up to 120), then --resume: does TensorBoard
+    read every column of metrics.csv at the same steps, each step once, the replayed 120 with
+    its new value, as metrics.csv holds it?"""
+    out = tmp_path / "run"
+    fake_atari({150: RuntimeError("killed")})
+    with pytest.raises(RuntimeError):
+        run_cli(out, "--steps", "200")
+    first = read_metrics(out / "metrics.csv")
+    assert read_events(out)["loss"] == [
+        (int(r["step"]), pytest.approx(float(r["loss"]))) for r in first
+    ]
+    assert run_cli(out, "--steps", "200", "--resume") == 0
+    assert len(list(out.glob("events.out.tfevents.*"))) == 2  # one file per session
+    rows = read_metrics(out / "metrics.csv")
+    assert [int(r["step"]) for r in rows] == [40, 80, 120, 160, 200]
+    assert float(rows[2]["loss"]) != float(first[2]["loss"])  # step 120 played again
+    scalars = read_events(out)
+    assert sorted(scalars) == sorted(c for c in METRIC_COLUMNS if c != "step")
+    for tag, points in scalars.items():
+        expected = [(int(r["step"]), float(r[tag])) for r in rows if np.isfinite(float(r[tag]))]
+        assert [step for step, _ in points] == [step for step, _ in expected], tag
+        assert [value for _, value in points] == pytest.approx([v for _, v in expected]), tag
+    assert len(scalars["mean_raw_score_100"]) == 5  # the fake's games end every 7 steps

@@ -12,7 +12,7 @@ What :meth:`Assessor.assess` does, in the grader's own trusted process, with a s
 
 1. the file's bytes are parsed and the notebook repaired against the release
    (:mod:`autograder.core.intake.repair`);
-2. a plan of probe cases is drawn for this grading alone (:func:`autograder.core.judging.make_plan`);
+2. a plan of probe cases is drawn for this grading alone (:func:`autograder.core.judging.plan.make_plan`);
 3. the sandbox (:mod:`autograder.core.isolation`: bubblewrap, or an unprivileged user in a container)
    runs the set-up cells, the student's definitions and, at each autograded cell, the probes of
    that part (:mod:`autograder.core.grading_job`), and streams records back;

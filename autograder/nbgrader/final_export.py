@@ -13,9 +13,11 @@ graded yet* otherwise) into ``<out>/feedback/<student>.html``.
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import nbformat
+from tqdm.auto import tqdm
 
 from autograder.core.reports.course_points import NOT_GRADED_YET, course_points
 from autograder.nbgrader.class_reports.grades_csv import (
@@ -31,8 +33,8 @@ from autograder.nbgrader.course import (
     NOTEBOOK,
     CourseTemplate,
     NbgraderError,
-    run_nbgrader,
 )
+from autograder.nbgrader.feedback_renderer import FeedbackRenderer
 from autograder.nbgrader.late_penalty import course_late_penalty, record_penalties
 
 __all__ = ["export"]
@@ -44,7 +46,6 @@ def export(course_dir: Path, out: Path, feedback: bool = True) -> str:
     Raises:
         FileNotFoundError: ``course_dir`` holds no gradebook, or ``out`` no ``grades.csv``
             (run ``grade-all --out OUT --course COURSE`` first).
-        NbgraderError: ``generate_feedback`` failed.
     """
     course = CourseTemplate(Path(course_dir).resolve(), persistent=True)
     out = Path(out).resolve()
@@ -80,20 +81,25 @@ def export(course_dir: Path, out: Path, feedback: bool = True) -> str:
         f"grades: {out / 'grades.csv'}",
     ]
     if feedback and graded:
-        try:
-            run_nbgrader(course, "generate_feedback", {"assignment_id": ASSIGNMENT, "force": True})
-        except NbgraderError as error:
-            lines.append(f"feedback: {str(error).splitlines()[0]}")
         (out / "feedback").mkdir(parents=True, exist_ok=True)
-        made = []
-        for row in graded:
-            html = course.feedback_html(row["student"])
-            if html.is_file():
+        made, failed = [], []
+        renderer = FeedbackRenderer()  # one process for the class, each page time-limited
+        try:
+            for row in tqdm(graded, desc="feedback pages", unit="page", file=sys.stderr):
+                try:
+                    html = renderer.render(course, row["student"])
+                except NbgraderError as error:
+                    failed.append(f"{row['student']} ({str(error).splitlines()[0]})")
+                    continue
                 shutil.copyfile(html, out / "feedback" / f"{row['student']}.html")
                 made.append(row["student"])
+        finally:
+            renderer.close()
         final = len(made) - len([s for s in pending if s in made])
         lines.append(
             f"feedback: {len(made)} file(s) in {out / 'feedback'} "
             f"({final} final, {len(made) - final} saying part 8: not graded yet)"
         )
+        if failed:
+            lines.append(f"feedback not made, the grades stand: {'; '.join(failed)}")
     return "\n".join([summary, "", *lines])

@@ -29,6 +29,10 @@ sandbox per job, ``cores // jobs`` threads each), with a progress bar, and write
 Nothing here raises because of a submission: the returned
 :class:`~autograder.core.reports.grade_result.GradeResult` says what happened in its ``status``, and a failure
 of the grader itself on one submission is that submission's ``error`` row.
+
+Why one module: :class:`Grader`'s two steps and :func:`grade_many`'s pool share the grader's
+state (the template course, the grader's own course, the feedback child); split, each half would
+reach into the other's private names.
 """
 
 from __future__ import annotations
@@ -57,12 +61,13 @@ from autograder.core.reports.grade_result import GradeResult
 from autograder.nbgrader.course import (
     SOURCE_NOTEBOOK,
     CourseTemplate,
+    NbgraderError,
     autograde,
     gradebook_session,
     new_workspace,
     open_course,
 )
-from autograder.nbgrader.course import generate_feedback as nbgrader_feedback
+from autograder.nbgrader.feedback_renderer import plain_feedback_page, render_feedback
 from autograder.nbgrader.gradebook_check import check_gradebook
 from autograder.nbgrader.progress_log import ProgressLog
 from autograder.nbgrader.template_cache import template_course
@@ -217,9 +222,7 @@ class Grader:
                 result.status = "error: the gradebook does not hold the grader's scores"
                 result.notes += disagreements
             elif feedback_dir is not None:
-                html = nbgrader_feedback(self.gradebook, student)
-                Path(feedback_dir).mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(html, Path(feedback_dir) / f"{student}.html")
+                _write_feedback(self.gradebook, result, Path(feedback_dir))
         except Exception as error:  # noqa: BLE001 - one submission never stops the class
             if result.graded:
                 first = str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -274,6 +277,24 @@ class Grader:
         trace: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _write_feedback(course: CourseTemplate, result: GradeResult, feedback_dir: Path) -> None:
+    """``feedback_dir/<student>.html``: nbgrader's page, made in the feedback process within its
+    time limit (:mod:`autograder.nbgrader.feedback_renderer`); where that fails, a plain page of
+    the grader's own scores and a note. The grade stands either way."""
+    feedback_dir.mkdir(parents=True, exist_ok=True)
+    page = feedback_dir / f"{result.student}.html"
+    try:
+        shutil.copyfile(render_feedback(course, result.student), page)
+    except NbgraderError as error:
+        reason = f"The full feedback page could not be made ({str(error).splitlines()[0]})."
+        result.notes.append(f"feedback: {reason}")
+        parts = {name: (part.score, part.max, part.feedback) for name, part in result.parts.items()}
+        page.write_text(
+            plain_feedback_page(result.student, result.total, result.autograded_max, parts, reason),
+            encoding="utf-8",
+        )
 
 
 def _append(log: ProgressLog | None, result: GradeResult) -> None:
@@ -385,7 +406,7 @@ def grade_many(
         problems,
         histogram=histogram,
         feedback_dir=feedback_dir,
-        make_feedback=nbgrader_feedback,
+        make_feedback=render_feedback,
         settings=settings,
     )
     log.remove()  # every row is in grades.csv now

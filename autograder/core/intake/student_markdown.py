@@ -13,6 +13,9 @@ what nbgrader records, formgrader shows and the feedback renders is already safe
 * **sizes are capped**: a markdown cell longer than :data:`MAX_MARKDOWN_CELL` characters is
   replaced by a note (the whole notebook's cell text is capped when it is read:
   :data:`autograder.core.intake.submission_file.MAX_SOURCE_CHARS`);
+* **time is capped**: rendering the cells of one notebook stops after :data:`MARKDOWN_SECONDS`;
+  each cell still to do is then replaced by a note (the worst case is that budget plus one
+  capped cell), so no student text holds a grading thread for long;
 * **active HTML is removed** from every other cell (:func:`autograder.core.intake.markdown_safety.sanitize_markdown`,
   linear in the cell), and a code block in a language other than the course's is shown as text
   (no lexer the student names runs: :mod:`autograder.core.intake.code_highlighting`).
@@ -23,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import time
 from typing import Any
 from urllib.parse import unquote
 
@@ -38,6 +42,7 @@ from autograder.core.intake.markdown_safety import (
 __all__ = [
     "MAX_IMAGES_BYTES",
     "MAX_IMAGE_BYTES",
+    "MARKDOWN_SECONDS",
     "MAX_MARKDOWN_CELL",
     "safe_markdown",
 ]
@@ -45,6 +50,8 @@ __all__ = [
 MAX_MARKDOWN_CELL = 20_000  #: characters of a markdown cell (a part 8 answer: a few hundred words)
 MAX_IMAGE_BYTES = 2 * 1024**2  #: one pasted image, decoded
 MAX_IMAGES_BYTES = 10 * 1024**2  #: all pasted images of a notebook, decoded
+#: Seconds of markdown rendering a notebook may take (a class's notebooks take well under one).
+MARKDOWN_SECONDS = 20.0
 _MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 _REFERENCE = re.compile(r"attachment:([^\s)\"'<>\]]*)")
@@ -111,6 +118,7 @@ def safe_markdown(nb: NotebookNode, release: NotebookNode) -> list[str]:
     released = {cell.source for cell in release.cells if cell.cell_type == "markdown"}
     notes: list[str] = []
     images = MAX_IMAGES_BYTES
+    deadline = time.monotonic() + MARKDOWN_SECONDS
     for index, cell in enumerate(nb.cells):
         if cell.get("cell_type") != "markdown":
             continue
@@ -135,6 +143,14 @@ def safe_markdown(nb: NotebookNode, release: NotebookNode) -> list[str]:
             cell.source = (
                 f"*[The grader left this cell out: {len(cell.source)} characters, more than a "
                 "markdown cell may have; the file as submitted is kept in received/.]*"
+            )
+            cell.pop("attachments", None)
+            continue
+        if time.monotonic() > deadline:
+            notes.append(f"{where}: not shown (the notebook's markdown took too long to render)")
+            cell.source = (
+                "*[The grader left this cell out: rendering this notebook's markdown took more "
+                f"than {MARKDOWN_SECONDS:g} s; the file as submitted is kept in received/.]*"
             )
             cell.pop("attachments", None)
             continue

@@ -1,6 +1,6 @@
 """What every isolation mode takes and gives: the limits of a run, its result, the refusal.
 
-:func:`autograder.core.isolation.run_isolated` runs a grading job in bubblewrap
+:func:`autograder.core.isolation.modes.run_isolated` runs a grading job in bubblewrap
 (:mod:`.bubblewrap`), as a fresh user in a container (:mod:`.container`) or, on request, as a
 plain process (:mod:`.unsandboxed`); each takes :class:`SandboxLimits`, returns a
 :class:`SandboxResult` and raises :class:`SandboxUnavailable` when it cannot hold here.

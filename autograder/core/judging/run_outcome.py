@@ -3,7 +3,7 @@
 :class:`autograder.core.assessor.Assessor` decodes the run's channel (:mod:`autograder.core.judging.channel`),
 then calls these, each with one job:
 
-* :func:`score_parts`: every part judged on its records (:func:`autograder.core.judging.judge_part`);
+* :func:`score_parts`: every part judged on its records (:func:`autograder.core.judging.part_scoring.judge_part`);
   a judge that fails, or observations the probes do not write, mark the channel malformed;
 * :func:`cell_notes`: one note per cell that raised, named by its ``grade_id`` when it has one;
 * :func:`run_status`: the status by precedence: malformed results (``tampered``) before a run

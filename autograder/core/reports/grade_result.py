@@ -1,6 +1,6 @@
 """The grade of one submission: per-part scores from the grader's judges, and its status.
 
-Scores come from :func:`autograder.core.judging.judge_part`, in the grader's own process, on what the
+Scores come from :func:`autograder.core.judging.part_scoring.judge_part`, in the grader's own process, on what the
 sandboxed notebook returned. A front end records them (nbgrader's gradebook for ``grade-all``,
 read back and checked by :mod:`autograder.nbgrader.gradebook_check`).
 

@@ -51,6 +51,8 @@ from autograder.nbgrader.class_reports.grades_csv import (
     write_rows,
 )
 from autograder.nbgrader.class_reports.summary import save_histogram, summary_text
+from autograder.nbgrader.course import NbgraderError
+from autograder.nbgrader.feedback_renderer import plain_feedback_page
 from autograder.nbgrader.folders import keep_received
 from autograder.nbgrader.late_penalty import LatePenalty, course_late_penalty, record_penalties
 from autograder.nbgrader.roster import NOT_ON_ROSTER, course_roster, name_unnamed
@@ -230,11 +232,19 @@ def write_reports(
         late_penalty=rule,
     )
     if course is not None and feedback_dir is not None and make_feedback is not None:
-        graded = {row["student"] for row in written.rows if row.get("status") == "graded"}
+        graded = {row["student"]: row for row in written.rows if row.get("status") == "graded"}
+        Path(feedback_dir).mkdir(parents=True, exist_ok=True)
         for student in [name for name in written.remake_feedback if name in graded]:
-            html = make_feedback(course, student)
-            Path(feedback_dir).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(html, Path(feedback_dir) / f"{student}.html")
+            page = Path(feedback_dir) / f"{student}.html"
+            try:
+                shutil.copyfile(make_feedback(course, student), page)
+            except NbgraderError as error:  # the row stands; the page says what it could
+                row, reason = graded[student], str(error).splitlines()[0]
+                text = plain_feedback_page(
+                    student, float(row["total"]), float(row["max_total"]), {},
+                    f"The full feedback page could not be made ({reason}).",
+                )  # fmt: skip
+                page.write_text(text, encoding="utf-8")
     origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}
     for result in results:
         result.source = origins.get(result.source, result.source)

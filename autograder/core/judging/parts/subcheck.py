@@ -81,7 +81,7 @@ class SubCheck:
 
 
 #: Reference observations by (candidate, probe, case): each grading draws new cases, so the
-#: cache is bounded; one grading's cases are computed once (see autograder.core.judging.prepare).
+#: cache is bounded; one grading's cases are computed once (see autograder.core.judging.plan.prepare_references).
 _CACHE: OrderedDict[str, dict[str, Any]] = OrderedDict()
 _CACHE_SIZE = 512
 _LOCK = threading.Lock()

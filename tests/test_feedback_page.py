@@ -100,13 +100,14 @@ def test_image_alt_text(tag, expected):
 def _course_exporter(name: str, tmp_path):
     from traitlets.config import Config
 
-    from autograder.nbgrader import steps
+    from autograder.nbgrader.exporters.feedback import FeedbackExporter
+    from autograder.nbgrader.exporters.grader_only import GraderOnlyExporter
 
     if name == "FeedbackExporter":
-        return steps.FeedbackExporter(template_name="classic")
+        return FeedbackExporter(template_name="classic")
     record = tmp_path / "record.json"  # the grader's record, without which it refuses
     record.write_text("{}")
-    return steps.GraderOnlyExporter(config=Config({"TrustedScores": {"record": str(record)}}))
+    return GraderOnlyExporter(config=Config({"TrustedScores": {"record": str(record)}}))
 
 
 @pytest.mark.parametrize("name", ["GraderOnlyExporter", "FeedbackExporter"])

@@ -296,7 +296,7 @@ def test_oversized_markdown_is_left_out_with_a_note() -> None:
 def test_markdown_that_renders_slowly_stops_at_the_notebooks_time_budget(monkeypatch) -> None:
     """Student cells that each take 0.3 s to render, with a 0.5 s budget: the first ones are
     rendered, every later one is left out with a note, and the course's cells stay as released."""
-    from autograder.core import student_markdown
+    from autograder.core.intake import student_markdown
 
     def slow(source: str) -> str:
         time.sleep(0.3)

@@ -530,6 +530,7 @@ def test_hostile_corpus_gains_nothing_in_container_mode(platforms, reference_wit
 
 
 @needs_root
+@pytest.mark.slow
 def test_attacks_on_time_cost_one_budget_in_container_mode(platforms):
     """The corpus's attacks on time (cells that ignore SIGINT and hang on replay, a cell that
     tries to kill its supervisor), graded in container mode with a 15 s cell limit: each earns

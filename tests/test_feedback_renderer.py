@@ -20,8 +20,8 @@ from autograder.nbgrader.feedback_renderer import (
     START_SECONDS,
     FeedbackRenderer,
     FeedbackTimeout,
-    plain_feedback_page,
 )
+from autograder.nbgrader.plain_feedback import plain_feedback_page
 
 
 def test_a_page_that_runs_late_costs_its_child_and_the_next_page_gets_a_fresh_one(tmp_path):

@@ -9,7 +9,8 @@ started once per grading thread and kept for the next student) to run nbgrader's
 holding no lock: the child is a process of its own, with its own nbgrader state, and reads the
 gradebook through SQLite as formgrader does. A child that does not answer in time is killed
 (its whole process group) and the next student gets a fresh one; the student whose page it was
-keeps their grade, with a note and a plain page (:func:`plain_feedback_page`).
+keeps their grade, with a note and a plain page
+(:func:`autograder.nbgrader.plain_feedback.plain_feedback_page`).
 
 The child reads one JSON request a line on stdin (``{"root", "persistent", "student"}``) and
 answers one JSON line (``{"html": path}`` or ``{"error": text}``); its stdout is kept for the
@@ -20,7 +21,6 @@ answers (nbgrader's own output goes to stderr, which is discarded). Its address 
 from __future__ import annotations
 
 import atexit
-import html
 import json
 import os
 import select
@@ -34,8 +34,7 @@ from typing import Any
 
 from autograder.nbgrader.course import CourseTemplate, NbgraderError
 
-__all__ = ["FEEDBACK_SECONDS", "FeedbackTimeout", "FeedbackRenderer", "plain_feedback_page",
-           "render_feedback"]  # fmt: skip
+__all__ = ["FEEDBACK_SECONDS", "FeedbackRenderer", "FeedbackTimeout", "render_feedback"]
 
 #: Seconds one feedback page may take. A page takes well under a second on an idle machine
 #: (docs/benchmarks.md); the limit leaves room for a loaded one.
@@ -173,27 +172,6 @@ def render_feedback(workspace: CourseTemplate, student: str) -> Path:
 def _close_all() -> None:
     for renderer in _renderers:
         renderer.close()
-
-
-def plain_feedback_page(student: str, total: float, max_total: float,
-                        parts: dict[str, tuple[float, float, str]], reason: str) -> str:  # fmt: skip
-    """A feedback page made by the grader alone, without the notebook's text: the scores of
-    ``parts`` (``{name: (score, points, feedback)}``) and why the full page is missing. Every
-    string is escaped."""
-    rows = "".join(
-        f"<tr><td>{html.escape(name)}</td><td>{score:.2f} / {points:g}</td>"
-        f"<td><pre>{html.escape(text)}</pre></td></tr>"
-        for name, (score, points, text) in parts.items()
-    )
-    return (
-        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-        f"<title>Feedback: {html.escape(student)}</title></head><body>"
-        f"<h1>Feedback for {html.escape(student)}</h1>"
-        f"<p>Autograded total: {total:.2f} / {max_total:g}</p>"
-        f"<p>{html.escape(reason)}</p>"
-        f"<table><tr><th>part</th><th>points</th><th>feedback</th></tr>{rows}</table>"
-        "</body></html>\n"
-    )
 
 
 def _serve() -> None:

@@ -67,8 +67,9 @@ from autograder.nbgrader.course import (
     new_workspace,
     open_course,
 )
-from autograder.nbgrader.feedback_renderer import plain_feedback_page, render_feedback
+from autograder.nbgrader.feedback_renderer import render_feedback
 from autograder.nbgrader.gradebook_check import check_gradebook
+from autograder.nbgrader.plain_feedback import plain_feedback_page
 from autograder.nbgrader.progress_log import ProgressLog
 from autograder.nbgrader.template_cache import template_course
 

@@ -51,10 +51,9 @@ from autograder.nbgrader.class_reports.grades_csv import (
     write_rows,
 )
 from autograder.nbgrader.class_reports.summary import save_histogram, summary_text
-from autograder.nbgrader.course import NbgraderError
-from autograder.nbgrader.feedback_renderer import plain_feedback_page
 from autograder.nbgrader.folders import keep_received
 from autograder.nbgrader.late_penalty import LatePenalty, course_late_penalty, record_penalties
+from autograder.nbgrader.plain_feedback import plain_feedback_page
 from autograder.nbgrader.roster import NOT_ON_ROSTER, course_roster, name_unnamed
 from autograder.nbgrader.submission_times import (
     course_deadline,
@@ -238,7 +237,7 @@ def write_reports(
             page = Path(feedback_dir) / f"{student}.html"
             try:
                 shutil.copyfile(make_feedback(course, student), page)
-            except NbgraderError as error:  # the row stands; the page says what it could
+            except RuntimeError as error:  # NbgraderError: the row stands, the page says why
                 row, reason = graded[student], str(error).splitlines()[0]
                 text = plain_feedback_page(
                     student, float(row["total"]), float(row["max_total"]), {},

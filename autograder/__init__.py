@@ -1,16 +1,22 @@
 """Hidden autograder of the A2C course kit: grades every part against the reference.
 
-* :mod:`autograder.core.judges`: per part, the cases drawn for a grading and the judges that compare
-  what came back with the reference;
-* :mod:`autograder.sandboxed.grading_runtime`: what runs next to the student's code (harness, probes, fixtures,
-  records), shown to the sandbox read-only as the package ``grading_runtime``;
-* :mod:`autograder.core.judging`: the plan of probe steps from a secret seed, the judging of their
-  records, and :func:`~autograder.core.judging.grade_part` for an instructor's own notebook;
-* :mod:`autograder.core.sandbox`: runs a submission's notebook in a throw-away bubblewrap sandbox;
-* :mod:`autograder.nbgrader.grader`: grades submissions (sandbox, judging, nbgrader gradebook, feedback).
+The grader's rooms (docs/design.md, section 2):
+
+* :mod:`autograder.core`: the grading core, which knows nothing of nbgrader or of a platform:
+  :mod:`~autograder.core.assessor` (one submission: repair, plan, sandboxed run, judgement,
+  result as plain data) over :mod:`~autograder.core.isolation` (running student code where it
+  cannot reach the grader), :mod:`~autograder.core.judging` (the plan of probe steps from a
+  secret seed, the decoding of what came back, the judges of each part),
+  :mod:`~autograder.core.intake` (finding, reading and repairing submissions, keeping what they
+  showed safely), :mod:`~autograder.core.reports` (the grade and what people are shown of it)
+  and :mod:`~autograder.core.cluster` (grading on Dask);
+* :mod:`autograder.sandboxed`: all the sandbox is shown of the grader, laid out as mounted;
+* the front ends: :mod:`autograder.nbgrader` (``grade``, ``grade-all``, the course, its
+  reports and export) and :mod:`autograder.platforms` (Gradescope, PrairieLearn);
+  :mod:`autograder.cli` is ``python -m autograder``.
 
 The package imports ``solutions.reference`` and ``course_lib``; nothing imports it back, and
-nothing of it but :mod:`autograder.sandboxed.grading_runtime` is ever visible to the student's code.
+nothing of it but :mod:`autograder.sandboxed` is ever visible to the student's code.
 """
 
 import sys
@@ -22,7 +28,3 @@ import sys
 # is already imported, the grader's process goes without that package.
 if "jsonschema" not in sys.modules:
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-
-from autograder.core.judging import grade_part, run_part  # noqa: E402
-
-__all__ = ["grade_part", "run_part"]

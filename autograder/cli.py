@@ -34,12 +34,12 @@ and the class's summary (:mod:`autograder.nbgrader.class_reports`). With ``--sch
 (:mod:`autograder.core.cluster`; ``pip install -e '.[cluster]'``), which speaks TLS with the
 certificate ``cluster-certificates`` makes (``--certificates``, or ``A2C_DASK_CERTIFICATES``); a
 plain ``tcp://`` scheduler is refused unless it is on this machine's loopback or
-``--insecure-cluster`` is given (:mod:`autograder.core.cluster_security`).
+``--insecure-cluster`` is given (:mod:`autograder.core.cluster.security`).
 
-``gradescope`` writes the autograder zip to upload to Gradescope (:mod:`autograder.gradescope`);
+``gradescope`` writes the autograder zip to upload to Gradescope (:mod:`autograder.platforms.gradescope`);
 ``prairielearn`` writes an externally graded question, its grader and its image recipe
-(:mod:`autograder.prairielearn`). Both grade there as ``grade`` does, in container mode where
-the platform's container refuses bubblewrap (:mod:`autograder.core.container_isolation`).
+(:mod:`autograder.platforms.prairielearn`). Both grade there as ``grade`` does, in container mode where
+the platform's container refuses bubblewrap (:mod:`autograder.core.isolation.container`).
 
 ``export`` reads part 8 (graded by hand in formgrader) from the course's gradebook into
 ``grades.csv`` and makes every student's final feedback (``feedback/<student>.html``).
@@ -47,6 +47,10 @@ the platform's container refuses bubblewrap (:mod:`autograder.core.container_iso
 Exit status: 0 when every submission was graded, 1 when some could not be (listed on stderr),
 2 for a usage error; 1 also when the scheduler cannot be reached or a worker cannot grade.
 Text that came from a submission is printed without control characters.
+
+Why one module: the command line of every front end is one parser, and each command's handler
+is a few lines that hand over to its front end (:mod:`autograder.nbgrader`,
+:mod:`autograder.platforms`, :mod:`autograder.core.cluster`); split, the help would be too.
 """
 
 from __future__ import annotations
@@ -59,8 +63,8 @@ from pathlib import Path
 from typing import Any
 
 from autograder.core.assessor import CELL_TIMEOUT
-from autograder.core.report import printable
-from autograder.core.sandbox import SandboxUnavailable
+from autograder.core.isolation import SandboxUnavailable
+from autograder.core.reports.safe_text import printable
 from autograder.nbgrader.course import SOURCE_NOTEBOOK, NbgraderError
 
 __all__ = ["build_parser", "grade_student", "main"]
@@ -70,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m autograder``."""
     parser = argparse.ArgumentParser(
         prog="python -m autograder",
-        description="Grade A2C course notebooks with nbgrader and the hidden tests.",
+        description="Grade A2C course notebooks in a sandbox with the hidden tests: one, a class (nbgrader records it), or on Gradescope, PrairieLearn or a Dask cluster.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -206,7 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         required=True,
         metavar="DIR",
-        help="a new folder: the course's serverFilesCourse/a2c_grader",
+        help="a new folder: the external grader (for the course's serverFilesCourse/a2c_grader), the "
+        "question and the grading image's recipe",
     )
     prairielearn.add_argument(
         "--image",
@@ -218,12 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _platform(args: argparse.Namespace) -> int:
     if args.command == "gradescope":
-        from autograder.gradescope.bundle import build_zip
+        from autograder.platforms.gradescope.bundle import build_zip
 
         names = build_zip(args.out)
         print(f"{args.out}: {len(names)} files; upload it as the assignment's autograder")
         return 0
-    from autograder.prairielearn.bundle import write_bundle
+    from autograder.platforms.prairielearn.bundle import write_bundle
 
     names = write_bundle(args.out, args.image)
     print(
@@ -235,7 +240,7 @@ def _platform(args: argparse.Namespace) -> int:
 
 
 def _cluster_certificates(args: argparse.Namespace) -> int:
-    from autograder.core.cluster_security import make_certificates
+    from autograder.core.cluster.security import make_certificates
 
     cert, key = make_certificates(args.folder)
     flags = f"--tls-ca-file {cert} --tls-cert {cert} --tls-key {key}"
@@ -244,7 +249,7 @@ def _cluster_certificates(args: argparse.Namespace) -> int:
         "scheduler's and the workers' machines (scp -rp), nowhere else, and start them with "
         f"TLS:\n  dask scheduler --protocol tls --port 8786 --dashboard-address 127.0.0.1:8787 "
         f"{flags}\n  dask worker tls://SCHEDULER_HOST:8786 --no-dashboard --preload "
-        f"autograder.core.cluster {flags}\nthen grade with: python -m autograder grade-all ... "
+        f"autograder.core.cluster.worker {flags}\nthen grade with: python -m autograder grade-all ... "
         f"--scheduler tls://SCHEDULER_HOST:8786 --certificates {args.folder}"
     )
     return 0
@@ -254,7 +259,7 @@ def _student_of(path: Path) -> str:
     """The student ``grade-all PATH`` would name for the one file ``path`` (``""``: none)."""
     import tempfile
 
-    from autograder.core.collect import collect
+    from autograder.core.intake.collect import collect
 
     with tempfile.TemporaryDirectory(prefix="a2c-collect-") as scratch:
         submissions, _ = collect([path], Path(scratch))
@@ -270,7 +275,7 @@ def grade_student(path: Path) -> str:
     else, for the name every student submits (``a2c.ipynb``), the folder it sits in, else
     :data:`NEUTRAL_STUDENT`. One file graded on its own is recorded nowhere, so any name will
     do; ``grade-all`` refuses a file it cannot name, since it records grades by student."""
-    from autograder.core.collect import student_id
+    from autograder.core.intake.collect import student_id
 
     path = path.resolve()
     by_folder = student_id(path, root=path.parent.parent)  # as grade-all names a folder
@@ -278,7 +283,7 @@ def grade_student(path: Path) -> str:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from autograder.core.report import format_table
+    from autograder.core.reports.table import format_table
     from autograder.nbgrader.grader import Grader
 
     if not args.path.is_file():
@@ -301,11 +306,11 @@ def _grade(args: argparse.Namespace) -> int:
 
 def _cluster_client(address: str, args: argparse.Namespace) -> Any:
     """A client of the scheduler at ``address``, by the rule of
-    :func:`~autograder.core.cluster_security.check_scheduler_address`."""
+    :func:`~autograder.core.cluster.security.check_scheduler_address`."""
     import os
 
-    from autograder.core.cluster import connect
-    from autograder.core.cluster_security import (
+    from autograder.core.cluster.connection import connect
+    from autograder.core.cluster.security import (
         CERTIFICATES_VARIABLE,
         check_scheduler_address,
         cluster_security,
@@ -323,9 +328,10 @@ def _cluster_client(address: str, args: argparse.Namespace) -> Any:
 def _grade_all(args: argparse.Namespace) -> int:
     import tempfile
 
-    from autograder.core.cluster import ClusterError, ClusterGrading, scheduler_address
-    from autograder.core.collect import collect
-    from autograder.nbgrader.class_reports import read_rows
+    from autograder.core.cluster.connection import ClusterError, scheduler_address
+    from autograder.core.cluster.scheduling import ClusterGrading
+    from autograder.core.intake.collect import collect
+    from autograder.nbgrader.class_reports.grades_csv import read_rows
     from autograder.nbgrader.folders import check_course_dir
     from autograder.nbgrader.grader import ClassSettings, Grader, grade_many
     from autograder.nbgrader.late_penalty import parse_late_penalty

@@ -3,7 +3,7 @@
 Plays the grader's protocol (``course_lib.evaluation.GRADER_PROTOCOL``: 8 games, each capped at
 1,000 agent steps) with a trained agent twice, side by side in one run:
 
-* **sandboxed**: :func:`autograder.agent_play.verification.verify_agent`, as grading does (the
+* **sandboxed**: :func:`autograder.core.agent_play.verification.verify_agent`, as grading does (the
   solution notebook with the agent in its output; ``make_model`` and the set-up cells run in the
   sandbox, which answers each batch of observations through the framing);
 * **in-process**: :func:`course_lib.evaluation.play_games` with the same network here (what
@@ -36,7 +36,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import nbformat  # noqa: E402
 import torch  # noqa: E402
 
-from autograder.agent_play.verification import verify_agent  # noqa: E402
+from autograder.core.agent_play.verification import verify_agent  # noqa: E402
 from autograder.core.assessor import Assessor  # noqa: E402
 from course_lib.evaluation import GRADER_PROTOCOL, game_seeds, model_agent, play_games  # noqa: E402
 from course_lib.saved_agent import AGENT_MIME, load_weights, pack_agent, unpack_agent  # noqa: E402

@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.core.collect import Submission
+from autograder.core.intake.collect import Submission
 from autograder.nbgrader.course import SOURCE_NOTEBOOK
 from autograder.nbgrader.grader import Grader, grade_many
 
@@ -83,7 +83,7 @@ def _on_cluster(grader: Grader, subs: list[Submission], out: Path, workers: int)
     """``_grade_folder`` on a local Dask cluster of ``workers`` single-thread processes."""
     from distributed import Client, LocalCluster
 
-    from autograder.core.cluster import ClusterGrading
+    from autograder.core.cluster.scheduling import ClusterGrading
 
     with (
         LocalCluster(

@@ -8,7 +8,7 @@ Run from the repository root::
 Prints, side by side:
 
 1. **markdown sanitizing**: seconds for one markdown cell of N nested, unclosed formatting tags
-   (``<b><i><em><strong>x</p>``), with the grader's linear pass (:func:`autograder.core.markdown_safety.sanitize_markdown`)
+   (``<b><i><em><strong>x</p>``), with the grader's linear pass (:func:`autograder.core.intake.markdown_safety.sanitize_markdown`)
    and with the way it used to be done (nbconvert's mistune rendering, then ``bleach.clean``,
    html5lib underneath), the ratio, and how each grows when N doubles (2: linear, 4: quadratic);
 2. **many cells**: seconds for what the grader does with a notebook before and after the sandbox
@@ -16,7 +16,7 @@ Prints, side by side:
    notebook (the stub), for one at the cell cap, and for 50,000 one-character cells (refused at
    parsing);
 3. **a zip bomb**: bytes written to the scratch folder for a 60 MB member packed into a few KB,
-   by :func:`autograder.core.collect.collect` and by ``ZipFile.extract`` (the way it used to be done).
+   by :func:`autograder.core.intake.collect.collect` and by ``ZipFile.extract`` (the way it used to be done).
 
 Timings are noisy on a shared machine: run it on a quiet one for numbers you report.
 """
@@ -64,7 +64,7 @@ def _seconds(function, *args, repeat: int = 3) -> float:
 
 
 def markdown(sizes: list[int]) -> None:
-    from autograder.core.markdown_safety import sanitize_markdown
+    from autograder.core.intake.markdown_safety import sanitize_markdown
 
     print("1. one markdown cell of N x '<b><i><em><strong>x</p>' (seconds)")
     print(f"{'N':>7} {'KB':>6} {'linear pass':>12} {'bleach':>9} {'ratio':>7}")
@@ -81,10 +81,10 @@ def markdown(sizes: list[int]) -> None:
 
 def _trusted_steps(nb_bytes: bytes, release) -> str:
     """What the grader's process does with a notebook, the sandbox run left out."""
-    from autograder.core.repair import repair_submission
-    from autograder.core.student_markdown import safe_markdown
-    from autograder.core.student_outputs import keep_submitted_outputs
-    from autograder.core.submission_file import UnreadableNotebook, parse_notebook
+    from autograder.core.intake.repair import repair_submission
+    from autograder.core.intake.student_markdown import safe_markdown
+    from autograder.core.intake.student_outputs import keep_submitted_outputs
+    from autograder.core.intake.submission_file import UnreadableNotebook, parse_notebook
 
     try:
         nb = parse_notebook(nb_bytes)
@@ -98,7 +98,7 @@ def _trusted_steps(nb_bytes: bytes, release) -> str:
 
 
 def many_cells(count: int) -> None:
-    from autograder.core.submission_file import MAX_CELLS
+    from autograder.core.intake.submission_file import MAX_CELLS
     from tests.submissions.course import course_submission
 
     release = nbformat.read(ROOT / "notebooks" / "a2c.ipynb", as_version=4)
@@ -123,7 +123,7 @@ def many_cells(count: int) -> None:
 
 
 def zip_bomb() -> None:
-    from autograder.core.collect import collect
+    from autograder.core.intake.collect import collect
 
     with tempfile.TemporaryDirectory() as folder:
         archive = Path(folder) / "bomb.zip"

@@ -21,7 +21,8 @@ Map: which module to read for what (the design behind it: docs/design.md)::
       checks/             the visible self-checks of each graded part
     engineering behind nature_dqn_env (read the contract in nature_dqn.py, not the code)
       native_batch.py     the "native" backend: ale-py's C++ vector env, course semantics
-      python_batches.py   the "sequential" (EnvBatch) and "subprocess" (ParallelEnvBatch) backends
+      sequential_batch.py the "sequential" backend (EnvBatch): every env in this process
+      subprocess_batch.py the "subprocess" backend (ParallelEnvBatch): a worker process per env
       _batch_common.py    what both Python batches share: autoreset, argument checks, infos
       _worker.py          the loop inside each ParallelEnvBatch worker process
       atari_ids.py        which env ids are valid, and what to use instead
@@ -37,8 +38,9 @@ _passive_openmp()
 from .episode_stats import EpisodeStats, rolling_mean  # noqa: E402
 from .nature_dqn import BACKENDS, DEFAULT_BACKEND, nature_dqn_env  # noqa: E402
 from .plots import TrainingDashboard, plot_metrics_file  # noqa: E402
-from .python_batches import EnvBatch, EnvWorkerError, ParallelEnvBatch  # noqa: E402
 from .runners import EnvRunner  # noqa: E402
+from .sequential_batch import EnvBatch  # noqa: E402
+from .subprocess_batch import EnvWorkerError, ParallelEnvBatch  # noqa: E402
 from .video import record_video, show_batch, show_video, tile_observations  # noqa: E402
 
 __all__ = [

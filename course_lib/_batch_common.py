@@ -1,7 +1,7 @@
 """What every env batch shares: argument checks, same-step autoreset, and merging per-env infos.
 
-:class:`~course_lib.python_batches.EnvBatch` (one process) and
-:class:`~course_lib.python_batches.ParallelEnvBatch` (one process per env) differ only in *where*
+:class:`~course_lib.sequential_batch.EnvBatch` (one process) and
+:class:`~course_lib.subprocess_batch.ParallelEnvBatch` (one process per env) differ only in *where*
 each env runs. Everything else lives here, so the two cannot drift apart:
 
 * :func:`step_with_autoreset` steps ONE env and, if its episode ended, resets it at once
@@ -25,6 +25,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 from .validation import check_int
 
 __all__ = [
+    "AUTORESET_CONTRACT",
     "check_discrete_actions",
     "ClosingVectorEnv",
     "BatchBase",
@@ -34,6 +35,34 @@ __all__ = [
     "naming_env",
     "step_with_autoreset",
 ]
+
+#: What every batch's docstring says of autoreset, seeding and actions (the course's contract).
+AUTORESET_CONTRACT = """
+    Autoreset contract (gymnasium's ``SAME_STEP`` mode, ``metadata["autoreset_mode"]``):
+    when env ``i`` ends in ``step`` (``terminated[i]`` or ``truncated[i]``), the batch resets
+    it in that same call, so
+
+    * ``obs[i]`` is already the FIRST observation of env ``i``'s next episode: act on it;
+    * ``infos["final_obs"][i]`` is the last observation of the finished episode and
+      ``infos["final_info"]`` holds that step's info (masks ``infos["_final_obs"][i]``,
+      ``infos["_final_info"][i]``); ``final_obs`` is needed only to bootstrap the value
+      of a truncated episode;
+    * the info of the finishing step stays at the TOP level of ``infos`` (it is not replaced
+      by the reset's info, which is dropped): a finished game's statistics are in
+      ``infos["episode"]["r"][i]`` (score, float), ``["l"][i]`` (length, int) and
+      ``["t"][i]`` (float), valid where the mask ``infos["_episode"][i]`` is True.
+
+    Every per-env info key ``k`` becomes an array ``infos[k]`` of length N with a boolean
+    mask ``infos["_k"]`` (nested dicts are merged the same way), as gymnasium does.
+
+    Seeding: ``seed`` (constructor) is used by the first ``reset()`` called without a seed;
+    ``reset(seed=k)`` seeds env ``i`` with ``k + i``; later ``reset()`` calls and autoresets
+    continue each env's own random generator, so one seed makes a whole run reproducible.
+
+    Actions: an int array (or list) of shape ``(N,)`` with values in ``[0, n)`` for a
+    ``Discrete(n)`` action space; anything else raises ``ValueError`` before any env moves.
+"""
+
 
 EnvFn = Callable[[], gym.Env]
 

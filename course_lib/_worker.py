@@ -1,4 +1,4 @@
-"""The loop that runs inside each worker process of :class:`~course_lib.python_batches.ParallelEnvBatch`.
+"""The loop that runs inside each worker process of :class:`~course_lib.subprocess_batch.ParallelEnvBatch`.
 
 Protocol (one pipe per worker, strictly one reply per command, in order):
 
@@ -231,7 +231,7 @@ def forkserver_preload() -> list[str]:
 
 
 def default_start_method() -> str:
-    """The start method of :class:`~course_lib.python_batches.ParallelEnvBatch` when ``context=None``.
+    """The start method of :class:`~course_lib.subprocess_batch.ParallelEnvBatch` when ``context=None``.
 
     ``"forkserver"`` on Linux and macOS, ``"spawn"`` on Windows (the only one it has).
 

@@ -37,6 +37,10 @@ and draws its actions from its own generator.
 mean raw score 289.5 (std 120.3, standard error 45.5) over 8 games of SpaceInvaders, ...
 
 which is ``play_games(model_agent(model), protocol, game_seeds(protocol.games, seed))``.
+
+Why one module: the protocol, the driver that plays it and the result it returns are one
+contract (what a score means); split, a reader would have to hold three files to check that
+the grader and the notebook score alike.
 """
 
 from __future__ import annotations

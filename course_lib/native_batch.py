@@ -81,7 +81,7 @@ def _rom_name(env_id: str) -> str:
 class NativeAtariBatch(ClosingVectorEnv):
     """``nenvs`` Atari games stepped on C++ threads, with the course's Nature-DQN semantics.
 
-    Vector API (gymnasium 1.x), same as :class:`~course_lib.python_batches.EnvBatch`:
+    Vector API (gymnasium 1.x), same as :class:`~course_lib.sequential_batch.EnvBatch`:
 
     * ``reset(seed=None) -> (obs, infos)``; ``obs`` is ``uint8 (N, 4, 84, 84)``, the 4 last
       frames, oldest first. ``seed=k`` seeds env ``i`` with ``k + i``; ``seed=None`` uses the

@@ -6,8 +6,8 @@ for several environments, a batch backend:
 * ``"native"``: ale-py's C++ :class:`~ale_py.vector_env.AtariVectorEnv` behind an adapter
   (:mod:`course_lib.native_batch`) that restores the course semantics (raw scores, clipped
   rewards, life loss ends an episode, same-step autoreset);
-* ``"subprocess"``: :class:`~course_lib.python_batches.ParallelEnvBatch`, one worker process per env;
-* ``"sequential"``: :class:`~course_lib.python_batches.EnvBatch`, all envs in this process.
+* ``"subprocess"``: :class:`~course_lib.subprocess_batch.ParallelEnvBatch`, one worker process per env;
+* ``"sequential"``: :class:`~course_lib.sequential_batch.EnvBatch`, all envs in this process.
 
 All three return the same observations, rewards, flags and statistics; they differ in speed
 and in how easy they are to debug (``"sequential"`` runs every env in this process, where a
@@ -83,7 +83,8 @@ def nature_dqn_env(
         return NativeAtariBatch(
             game.env_id, nenvs, seed=seed, clip_reward=clip_reward, game_stats=game_stats
         )
-    from .python_batches import EnvBatch, ParallelEnvBatch
+    from .sequential_batch import EnvBatch
+    from .subprocess_batch import ParallelEnvBatch
 
     batch_cls = ParallelEnvBatch if backend == "subprocess" else EnvBatch
     return batch_cls([make_one] * nenvs, seed=seed)

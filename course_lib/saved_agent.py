@@ -21,6 +21,9 @@ moves its action probabilities by far less than the sampling does.
 >>> saved = save_agent(model, runner, ENV_ID)   # doctest: +SKIP
 >>> saved                                       # doctest: +SKIP
 Trained agent: 1,686,887 weights of SpaceInvaders saved to a2c_agent.json and in this output ...
+
+Why one module: packing and unpacking are the two halves of one file format; the checks of
+:func:`unpack_agent` (the grader's guard) must mirror :func:`pack_agent` line for line.
 """
 
 from __future__ import annotations

@@ -26,6 +26,9 @@ Run from the repository root::
 
 Instructors: set :data:`STUDENT_REPO_URL` below to the public address of your student
 distribution, then rebuild.
+
+Why one module: the four steps share the notebook's regions, cells and paths, and ``--check``
+runs the others as they are; split, each would import the rest.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from pathlib import Path
 
 import nbformat
 
-from solutions.parts import PARTS
+from solutions.parts import ASSIGNMENT, PARTS
 
 __all__ = [
     "PLACEHOLDER_REPO_URL",
@@ -79,9 +82,6 @@ INSTRUCTOR_PYPROJECT = ROOT / "pyproject.toml"
 STUDENT_README = ROOT / "solutions" / "student_readme.md"
 #: What ``--student-dir`` writes (and replaces when it is there already); nothing else.
 STUDENT_PATHS = ("course_lib", "notebooks", "pyproject.toml", "README.md", ".gitignore")
-ASSIGNMENT = "a2c"
-#: The notebook's name in the assignment (without .ipynb): nbgrader's notebook id.
-NOTEBOOK = "a2c"
 #: The regions the notebook needs: the import cell and the graded parts, in notebook order.
 REQUIRED_PARTS = ("imports", *PARTS)
 

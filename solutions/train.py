@@ -41,6 +41,9 @@ A resumed run restores the model, optimizer, step count, learning-rate schedule,
 statistics and RNG states, then starts fresh games (emulator states are not saved). Its budget
 (``--steps``) may be raised, not lowered (:func:`~solutions.run_folder.check_budget_change`).
 The contract is in docs/design.md, section 6.
+
+Why one module: it is the whole algorithm, read top to bottom (the outline above); the
+run folder, checkpoint, config and logging it calls are in modules of their own.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.core.judges import PART_NAMES, subchecks
+from autograder.core.judging.parts import PART_NAMES, subchecks
 
 
 @dataclass(frozen=True)

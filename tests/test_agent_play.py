@@ -1,4 +1,4 @@
-"""The grader plays a submission's saved agent in the sandbox (autograder.agent_play).
+"""The grader plays a submission's saved agent in the sandbox (autograder.core.agent_play).
 
 One honest agent (the reference network, untrained, seeded) is played once through the real
 sandbox and real ROMs, briefly, and its games are replayed here from the seeds the grader drew:
@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.agent_play import framing
-from autograder.agent_play.sandboxed_agent import AgentLimits
-from autograder.agent_play.verification import (
+from autograder.core.agent_play import framing
+from autograder.core.agent_play.sandboxed_agent import AgentLimits
+from autograder.core.agent_play.verification import (
     claim_gap,
     find_agent,
     play_in_sandbox,

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.core.judges import PART_KEYS, PART_NAMES, part_module, subchecks
 from autograder.core.judging import grade_part, judge_part, make_plan, run_part
+from autograder.core.judging.parts import PART_KEYS, PART_NAMES, part_module, subchecks
 from autograder.sandboxed.grading_runtime.harness import guarded
 from course_lib.checks.properties import chi_square_p_value
 from solutions import reference

@@ -24,8 +24,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.core.cluster_security import cluster_security, make_certificates
-from autograder.core.sandbox import bwrap_works
+from autograder.core.cluster.security import cluster_security, make_certificates
+from autograder.core.isolation.bubblewrap import bwrap_works
 from tests.submissions.course import course_submission
 from tests.submissions.hostile import hostile_submission
 from tests.test_grading_sandbox import FULL, RELEASE
@@ -95,7 +95,7 @@ class LocalCluster:
                     "1",
                     "--no-dashboard",
                     "--preload",
-                    "autograder.core.cluster",
+                    "autograder.core.cluster.worker",
                     "--local-directory",
                     str(folder / f"scratch{index}"),
                     *tls,
@@ -350,24 +350,28 @@ def test_a_worker_refuses_container_mode_without_a_network_fence(monkeypatch):
     has no Landlock TCP rule (before Linux 6.7) and no network namespace can be made, the
     notebook could connect to the scheduler: the worker refuses, saying why and what to do.
     With a fence it grades."""
-    from autograder.core import cluster, container_isolation, isolation
+    from autograder.core import isolation
+    from autograder.core.cluster import worker
+    from autograder.core.cluster.connection import WorkerRefused
+    from autograder.core.isolation import container
+    from autograder.core.package_digest import package_files
 
     monkeypatch.setattr(isolation, "require_isolation", lambda: "container")
-    monkeypatch.setattr(container_isolation, "network_fence", lambda: "")
-    with pytest.raises(cluster.WorkerRefused, match="container mode .* off the network"):
-        cluster.check_worker_isolation("worker tcp://10.0.0.7:4000")
-    settings = {"isolate": True, "package": cluster.package_files()}
-    with pytest.raises(cluster.WorkerRefused, match="Landlock"):
-        cluster._build_assessor(settings, "worker tcp://10.0.0.7:4000")
+    monkeypatch.setattr(container, "network_fence", lambda: "")
+    with pytest.raises(WorkerRefused, match="container mode .* off the network"):
+        worker.check_worker_isolation("worker tcp://10.0.0.7:4000")
+    settings = {"isolate": True, "package": package_files()}
+    with pytest.raises(WorkerRefused, match="Landlock"):
+        worker._build_assessor(settings, "worker tcp://10.0.0.7:4000")
     for fence in ("landlock", "network namespace"):
-        monkeypatch.setattr(container_isolation, "network_fence", lambda fence=fence: fence)
-        cluster.check_worker_isolation("worker tcp://10.0.0.7:4000")
+        monkeypatch.setattr(container, "network_fence", lambda fence=fence: fence)
+        worker.check_worker_isolation("worker tcp://10.0.0.7:4000")
 
 
 def test_certificates_stay_closed_and_are_never_overwritten(tmp_path):
     """The kit's certificate folder is the owner's only; a key other users can read is refused
     (whoever reads it joins the cluster), and a folder that holds files is never written over."""
-    from autograder.core.cluster_security import ClusterSecurityError
+    from autograder.core.cluster.security import ClusterSecurityError
 
     cert, key = make_certificates(tmp_path / "tls")
     assert (stat.S_IMODE(os.stat(tmp_path / "tls").st_mode), stat.S_IMODE(os.stat(key).st_mode)) == (

@@ -26,11 +26,11 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.core.collect import Submission
-from autograder.core.judges import PART_KEYS, subchecks
+from autograder.core.intake.collect import Submission
+from autograder.core.isolation.bubblewrap import bwrap_works
 from autograder.core.judging import run_part
-from autograder.core.results import PartScore
-from autograder.core.sandbox import bwrap_works
+from autograder.core.judging.parts import PART_KEYS, subchecks
+from autograder.core.reports.grade_result import PartScore
 from autograder.nbgrader.grader import Grader, grade_many
 from tests.buggy_parts import CORPUS, PART_NAMES, Entry
 from tests.submissions.course import SOURCE, corpus_source, course_submission

@@ -1,4 +1,4 @@
-"""The environment's fingerprint (:mod:`autograder.core.environment`): what an unsandboxed notebook
+"""The environment's fingerprint (:mod:`autograder.core.isolation.environment_fingerprint`): what an unsandboxed notebook
 could change in the Python environment is noticed, however it is dated."""
 
 from __future__ import annotations
@@ -7,7 +7,11 @@ import os
 import sys
 from pathlib import Path
 
-from autograder.core.environment import changes, environment_folders, fingerprint
+from autograder.core.isolation.environment_fingerprint import (
+    changes,
+    environment_folders,
+    fingerprint,
+)
 
 
 def test_a_planted_rewritten_or_removed_file_is_noticed(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The feedback page's exporter (``autograder.nbgrader.steps.FeedbackExporter``) against nbconvert's.
+"""The feedback page's exporter (``autograder.nbgrader.exporters.feedback.FeedbackExporter``) against nbconvert's.
 
 The course's exporter keeps rendered cells by source and leaves out nbconvert's BeautifulSoup
 pass over the page; the page must say exactly what nbconvert's says. Tiny notebooks, no
@@ -16,7 +16,11 @@ from bs4 import BeautifulSoup
 from nbconvert.exporters import HTMLExporter
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from autograder.nbgrader.steps import NO_ALT_TEXT, FeedbackExporter, with_image_alt_text
+from autograder.nbgrader.exporters.feedback import (
+    NO_ALT_TEXT,
+    FeedbackExporter,
+    with_image_alt_text,
+)
 from tests.submissions.hostile import NOTEBOOK_ATTACKS, SLOW_LEXERS, hostile_submission
 
 PNG = base64.b64encode(
@@ -96,13 +100,14 @@ def test_image_alt_text(tag, expected):
 def _course_exporter(name: str, tmp_path):
     from traitlets.config import Config
 
-    from autograder.nbgrader import steps
+    from autograder.nbgrader.exporters.feedback import FeedbackExporter
+    from autograder.nbgrader.exporters.grader_only import GraderOnlyExporter
 
     if name == "FeedbackExporter":
-        return steps.FeedbackExporter(template_name="classic")
+        return FeedbackExporter(template_name="classic")
     record = tmp_path / "record.json"  # the grader's record, without which it refuses
     record.write_text("{}")
-    return steps.GraderOnlyExporter(config=Config({"TrustedScores": {"record": str(record)}}))
+    return GraderOnlyExporter(config=Config({"TrustedScores": {"record": str(record)}}))
 
 
 @pytest.mark.parametrize("name", ["GraderOnlyExporter", "FeedbackExporter"])
@@ -144,8 +149,8 @@ def test_no_lexer_a_student_names_runs_in_the_grader(attack):
     the feedback exporter renders the page as it is submitted, and formgrader's exporter
     (nbconvert's, with the course's configuration) the notebook the grader stores; each block
     shows its text, unhighlighted, and the stored notebook names the course's language."""
-    from autograder.core.code_highlighting import course_languages
-    from autograder.core.student_markdown import safe_markdown
+    from autograder.core.intake.code_highlighting import course_languages
+    from autograder.core.intake.student_markdown import safe_markdown
     from autograder.nbgrader.config import c as course_config
     from tests.submissions.hostile import RELEASE
 

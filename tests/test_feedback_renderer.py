@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.core.results import GradeResult, PartScore
+from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.nbgrader import grader
 from autograder.nbgrader.course import CourseTemplate, NbgraderError
 from autograder.nbgrader.feedback_renderer import (

@@ -21,20 +21,16 @@ import nbformat
 import pytest
 
 from autograder.cli import main
-from autograder.core.collect import collect
-from autograder.core.report import csv_cell, format_table, printable
-from autograder.core.results import GradeResult, PartScore
-from autograder.nbgrader.class_reports import (
-    NOT_GRADED_YET,
-    CoursePoints,
-    course_points,
-    histogram_figure,
-    read_rows,
-    summary_text,
-    write_outputs,
-)
+from autograder.core.intake.collect import collect
+from autograder.core.intake.markdown_safety import sanitize_markdown
+from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints, course_points
+from autograder.core.reports.grade_result import GradeResult, PartScore
+from autograder.core.reports.safe_text import csv_cell, printable
+from autograder.core.reports.table import format_table
+from autograder.nbgrader.class_reports.grades_csv import read_rows
+from autograder.nbgrader.class_reports.summary import histogram_figure, summary_text
+from autograder.nbgrader.class_reports.writing import write_outputs
 from autograder.nbgrader.folders import CourseFolderError, check_course_dir, keep_received
-from autograder.nbgrader.steps import sanitize_markdown
 from solutions import build_notebooks as bn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,7 +165,7 @@ def test_one_set_of_totals_and_part_8_not_graded_yet(tmp_path: Path) -> None:
 
 def test_rows_that_never_ran_and_duplicates(tmp_path: Path) -> None:
     """An unreadable file is not 'sandboxed yes'; a duplicate is noted in its student's row."""
-    from autograder.core.collect import Problem, Submission
+    from autograder.core.intake.collect import Problem, Submission
 
     older = _write(tmp_path / "in" / "dan" / "a2c.ipynb", '{"older": 1}')
     newer = _write(tmp_path / "in" / "dan" / "a2c (1).ipynb", '{"newer": 1}')
@@ -367,7 +363,7 @@ def test_the_release_never_goes_into_a_course_or_a_folder_with_answers(tmp_path:
 def test_change_lines_name_every_row_a_run_changed_and_why() -> None:
     """A row the course changed (part 8 read, a penalty) is `updated` with why, never counted as
     kept; a resubmission whose total reads the same still says its part 8 was set aside."""
-    from autograder.nbgrader.change_lines import change_lines
+    from autograder.nbgrader.class_reports.change_lines import change_lines
 
     def row(student: str, total: str, discussion: str, notes: str = "", penalty: str = "0"):
         return {"student": student, "status": "graded", "total": total, "raw_total": total,

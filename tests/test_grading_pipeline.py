@@ -18,12 +18,14 @@ import pytest
 from traitlets.utils.importstring import import_item
 
 from autograder.cli import main
-from autograder.core.collect import collect, student_id
-from autograder.core.record_decoding import RecordError, loads
-from autograder.core.results import GradeResult, PartScore
+from autograder.core.intake.collect import collect, student_id
+from autograder.core.judging.record_decoding import RecordError, loads
+from autograder.core.reports.course_points import CoursePoints
+from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.nbgrader import config as nbgrader_config
 from autograder.nbgrader.grader import grade_many
-from autograder.nbgrader.steps import HideGradedTracebacks, TrustedScores
+from autograder.nbgrader.preprocessors.hide_graded_tracebacks import HideGradedTracebacks
+from autograder.nbgrader.preprocessors.trusted_scores import TrustedScores
 from autograder.sandboxed.grading_runtime.record import dumps, read_request
 from tests.submissions.tiny import POINTS, tiny_submission
 
@@ -188,8 +190,10 @@ def _result(student: str, status: str = "graded", **scores: float) -> GradeResul
 
 def test_reports_csv_summary_and_histogram(tmp_path: Path) -> None:
     """Does the CSV hold one row per student, status first, and no bare number unless graded?"""
-    from autograder.core.report import format_table
-    from autograder.nbgrader.class_reports import CoursePoints, summary_text, write_outputs
+    from autograder.core.reports.course_points import CoursePoints
+    from autograder.core.reports.table import format_table
+    from autograder.nbgrader.class_reports.summary import summary_text
+    from autograder.nbgrader.class_reports.writing import write_outputs
 
     results = [
         _result("bob", add=2.0, mul=1.5),
@@ -281,6 +285,9 @@ def test_grade_many_grades_a_failure_once(
     cost is one grading's. (And ``progress=False`` shows no progress bar.)"""
 
     class FailingGrader:
+        course = None
+        points = CoursePoints({"add": 2.0})
+
         def __init__(self) -> None:
             self.calls: list[str] = []
 
@@ -292,7 +299,7 @@ def test_grade_many_grades_a_failure_once(
                 student, {"add": PartScore(2.0, 2.0, "")}, status or "graded", source=str(path)
             )
 
-    from autograder.core.collect import Submission
+    from autograder.core.intake.collect import Submission
 
     names = ("alice", "bob", "carol")
     subs = [Submission(name, tmp_path / f"{name}.ipynb", 0.0) for name in names]

@@ -30,7 +30,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.core.sandbox import bwrap_works
+from autograder.core.isolation.bubblewrap import bwrap_works
 from tests.submissions.course import MISBEHAVING, course_submission
 from tests.submissions.hostile import (
     ATTACKS,
@@ -424,14 +424,15 @@ def _as_user(uid: int, argv: list[str], cwd: Path, env: dict[str, str]):
     import shutil
     import tempfile
 
-    from autograder.core import sandbox
+    from autograder.core.isolation.job_view import python_dirs, reachable
+    from autograder.core.isolation.supervision import through_root_launcher
 
     staging = Path(tempfile.mkdtemp(prefix="as-user-", dir="/tmp"))
     staging.chmod(0o755)
     keep: list[int] = []
     plan = {"binds": [], "copies": [], "uid": uid}
-    plan.update(sandbox._reachable([*sandbox._python_dirs(), ROOT], staging))
-    command = sandbox._launcher(plan, argv, keep)
+    plan.update(reachable([*python_dirs(), ROOT], staging))
+    command = through_root_launcher(plan, argv, keep)
     try:
         return subprocess.run(
             command, cwd=cwd, env=env, pass_fds=keep, capture_output=True, text=True, timeout=900

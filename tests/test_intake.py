@@ -26,17 +26,17 @@ import nbformat
 import numpy as np
 import pytest
 
-from autograder.core import collect as collect_module
-from autograder.core.collect import collect, student_id
-from autograder.core.markdown_safety import NOTE, clean_html, sanitize_markdown
-from autograder.core.student_markdown import safe_markdown
-from autograder.core.submission_file import (
+from autograder.core.intake import collect as collect_module
+from autograder.core.intake.collect import collect, student_id
+from autograder.core.intake.markdown_safety import NOTE, clean_html, sanitize_markdown
+from autograder.core.intake.student_markdown import safe_markdown
+from autograder.core.intake.submission_file import (
     MAX_CELLS,
     MAX_SOURCE_CHARS,
     UnreadableNotebook,
     parse_notebook,
 )
-from autograder.nbgrader.steps import SanitizeMarkdown
+from autograder.nbgrader.preprocessors.sanitize_markdown import SanitizeMarkdown
 from tests.submissions.course import course_submission
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,7 +296,7 @@ def test_oversized_markdown_is_left_out_with_a_note() -> None:
 def test_markdown_that_renders_slowly_stops_at_the_notebooks_time_budget(monkeypatch) -> None:
     """Student cells that each take 0.3 s to render, with a 0.5 s budget: the first ones are
     rendered, every later one is left out with a note, and the course's cells stay as released."""
-    from autograder.core import student_markdown
+    from autograder.core.intake import student_markdown
 
     def slow(source: str) -> str:
         time.sleep(0.3)
@@ -349,7 +349,7 @@ PART_8 = (
 def test_grade_all_keeps_each_grade_with_its_student(tmp_path: Path) -> None:
     """`grade-all` on an exchange with planted folders and a pasted image: Alice keeps 14,
     nobody is invented, `---` is graded under a plain id, the image is kept and graded."""
-    from autograder.core.sandbox import bwrap_works
+    from autograder.core.isolation.bubblewrap import bwrap_works
 
     assert bwrap_works(), "grading runs in the sandbox (apt-get install -y bubblewrap)"
     exchange = tmp_path / "exchange" / "submitted"
@@ -400,7 +400,7 @@ def test_the_agents_video_reaches_the_grader_as_still_frames(tmp_path: Path) -> 
     """record_video's result, as a notebook saves it: the PNG of stills passes the filter."""
     from IPython.core.formatters import DisplayFormatter
 
-    from autograder.core.student_outputs import NO_VIDEO, keep_submitted_outputs
+    from autograder.core.intake.student_outputs import NO_VIDEO, keep_submitted_outputs
     from course_lib.video import VideoResult, still_frames
 
     frames = [np.full((210, 160, 3), level, dtype=np.uint8) for level in range(0, 250, 10)]
@@ -432,8 +432,8 @@ def test_a_notebook_of_too_much_cell_text_is_refused() -> None:
 
 def test_outputs_past_the_notebooks_budget_are_dropped_with_a_note() -> None:
     """300 outputs of 10,000 characters: the first million characters kept, the rest noted."""
-    from autograder.core.repair import graded_part
-    from autograder.core.student_outputs import MAX_TOTAL_TEXT, keep_submitted_outputs
+    from autograder.core.intake.repair import graded_part
+    from autograder.core.intake.student_outputs import MAX_TOTAL_TEXT, keep_submitted_outputs
 
     nb = course_submission()
     code = [c for c in nb.cells if c.cell_type == "code" and not graded_part(c)]

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.core.collect import Submission, collect
-from autograder.core.results import GradeResult, PartScore
-from autograder.nbgrader.class_reports import CoursePoints, write_outputs
+from autograder.core.intake.collect import Submission, collect
+from autograder.core.reports.course_points import CoursePoints
+from autograder.core.reports.grade_result import GradeResult, PartScore
+from autograder.nbgrader.class_reports.writing import write_outputs
 from autograder.nbgrader.roster import NOT_ON_ROSTER, read_roster
 from autograder.nbgrader.submission_times import (
     minutes_late,

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from types import SimpleNamespace
 
+import nbformat
 import pytest
 
 from autograder.cli import main
-from autograder.core.collect import Submission
-from autograder.nbgrader.class_reports import write_reports
+from autograder.core.intake.collect import Submission
+from autograder.core.reports.course_points import course_points
+from autograder.nbgrader.class_reports.writing import write_reports
 from autograder.nbgrader.course import ASSIGNMENT, generate_feedback, open_course, run_nbgrader
 from autograder.nbgrader.final_export import export
 from autograder.nbgrader.late_penalty import LatePenalty, course_late_penalty, parse_late_penalty
@@ -75,11 +76,12 @@ def late(tmp_path_factory):
     steps["first"]["feedback"] = course.feedback_html("dave").read_text()
     _grade(course, out, "erin", _scores(course, 2.0), "Flat.", -HOURS, rule)  # on time
     # grade-all's reports (Dave's file again): his page made again from the course, Erin named
-    grader = SimpleNamespace(course=course, template=course, deadline=None, roster=None)
+    points = course_points(nbformat.read(course.release_notebook, as_version=4))
     received = Path(dave.source)
     subs = [Submission("dave", received, received.stat().st_mtime)]
     write_reports(
-        grader,
+        course,
+        points,
         out,
         [dave],
         subs,

@@ -61,10 +61,9 @@ def _modules_under(folder: str) -> list[tuple[str, Path]]:
 
 
 def test_the_grading_core_knows_nothing_of_nbgrader_or_the_front_ends():
-    """autograder/core (assess, judge, sandbox, cluster) imports neither nbgrader nor a front end:
-    Gradescope, PrairieLearn and the nbgrader commands all stand on it."""
-    front_ends = ("nbgrader", "autograder.nbgrader", "autograder.gradescope")
-    front_ends += ("autograder.prairielearn", "autograder.cli", "autograder.platform_run")
+    """autograder/core (assess, judge, isolate, report, cluster) imports neither nbgrader nor a
+    front end: Gradescope, PrairieLearn and the nbgrader commands all stand on it."""
+    front_ends = ("nbgrader", "autograder.nbgrader", "autograder.platforms", "autograder.cli")
     for package, path in _modules_under("autograder/core"):
         for name in imported(path, package):
             assert not any(name == f or name.startswith(f + ".") for f in front_ends), (
@@ -72,12 +71,35 @@ def test_the_grading_core_knows_nothing_of_nbgrader_or_the_front_ends():
             )
 
 
+#: The core's rooms and what each may import of the core besides itself (docs/design.md,
+#: section 2): isolation knows nothing of what it runs; judging and intake know nothing of
+#: isolation; reports know only the grade; the assessor and the cluster put them together.
+CORE_ROOMS = {
+    "isolation": set(),
+    "reports": set(),
+    "intake": {"reports"},
+    "judging": {"reports"},
+    "agent_play": {"isolation", "intake", "reports", "grading_job"},
+    "cluster": {"isolation", "intake", "reports", "assessor", "package_digest", "agent_play"},
+}
+
+
+def test_each_room_of_the_core_imports_only_the_rooms_below_it():
+    for room, allowed in CORE_ROOMS.items():
+        for package, path in _modules_under(f"autograder/core/{room}"):
+            for name in imported(path, package):
+                if not name.startswith("autograder.core."):
+                    continue
+                other = name.split(".")[2]
+                assert other == room or other in allowed, (
+                    f"{path.relative_to(ROOT)} ({room}) imports {name}"
+                )
+
+
 def test_the_platform_front_ends_stand_on_the_core_alone():
     """Gradescope and PrairieLearn grade with the core's Assessor: no nbgrader front end, no
     gradebook at grading time (the release is made when the bundle is built)."""
-    found = [*_modules_under("autograder/gradescope"), *_modules_under("autograder/prairielearn")]
-    found.append(("autograder", ROOT / "autograder" / "platform_run.py"))
-    for package, path in found:
+    for package, path in _modules_under("autograder/platforms"):
         for name in imported(path, package):
             assert not name.startswith("autograder.nbgrader") and name.split(".")[0] != "nbgrader", (
                 f"{path.relative_to(ROOT)} imports {name}"
@@ -97,14 +119,14 @@ def test_what_the_sandbox_is_shown_imports_nothing_of_the_grader():
 
 
 #: What makes a strict decoder of records: its entry point, its error, and json.loads's hooks
-#: that refuse numbers (autograder/core/record_decoding.py).
+#: that refuse numbers (autograder/core/judging/record_decoding.py).
 DECODER_NAMES = {"loads", "RecordError"}
 DECODER_HOOKS = {"parse_int", "parse_float", "parse_constant"}
 
 
 def test_the_sandbox_only_writes_records():
-    """Records are decoded by trusted code on the grader's side (autograder/core/
-    record_decoding.py, used by core/channel.py): what the sandbox is shown defines no decoder of
+    """Records are decoded by trusted code on the grader's side (autograder/core/judging/
+    record_decoding.py, used by judging/channel.py): what the sandbox is shown defines no decoder of
     records (no ``loads``, no ``RecordError``, no number-refusing ``json.loads`` hooks); it
     writes records and reads the grader's requests (``record.read_request``) only."""
     for _, path in _modules_under("autograder/sandboxed"):
@@ -123,7 +145,7 @@ def test_the_sandbox_only_writes_records():
                 hooks = {k.arg for k in node.keywords} & DECODER_HOOKS
                 assert not hooks, f"{path.relative_to(ROOT)}:{node.lineno} decodes with {hooks}"
 
-    from autograder.core import channel, record_decoding
+    from autograder.core.judging import channel, record_decoding
     from autograder.sandboxed.grading_runtime import record
 
     assert channel.loads is record_decoding.loads
@@ -177,3 +199,69 @@ def test_no_import_cycle():
     for name in sorted(graph):
         if name not in state:
             visit(name, [name])
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_no_private_name_is_used_across_modules():
+    """A name with a leading underscore is its module's own: no other module of the kit imports
+    it or reads it as ``module._name`` (what two modules share is public, and says so)."""
+    paths = {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    found = []
+    for name, path in sorted(paths.items()):
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text())
+        modules: dict[str, str] = {}  # local name -> project module
+        for base, members in import_statements(path, package):
+            for member in members:
+                full = f"{base}.{member}"
+                if full in paths:
+                    modules[member] = full
+                elif base in paths and _is_private(member):
+                    found.append(f"{name} imports {full}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules.update({a.asname: a.name for a in node.names if a.asname and a.name in paths})
+            elif isinstance(node, ast.ImportFrom):
+                modules.update({a.asname: modules.get(a.name, "") for a in node.names if a.asname})
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and modules.get(node.value.id)
+                and _is_private(node.attr)
+            ):
+                found.append(f"{name} uses {modules[node.value.id]}.{node.attr}")
+    assert not found, "\n".join(found)
+
+
+#: A module this long says at its top why it is one module (a paragraph that starts so).
+LONG_MODULE = 400
+REASON = "Why one module:"
+
+
+def test_a_long_module_says_why_it_is_one():
+    long = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            lines = path.read_text().count("\n")
+            docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
+            if lines > LONG_MODULE and REASON not in docstring:
+                long.append(f"{path.relative_to(ROOT)}: {lines} lines")
+    assert not long, f"over {LONG_MODULE} lines without {REASON!r} in the docstring: {long}"
+
+
+def test_the_maps_show_every_room_of_the_grader():
+    """docs/design.md (section 2) and the README's map name every package of autograder/."""
+    design = (ROOT / "docs" / "design.md").read_text()
+    section = design[design.index("## 2.") : design.index("## 3.")]
+    readme = (ROOT / "README.md").read_text()
+    for init in sorted((ROOT / "autograder").rglob("__init__.py")):
+        folder = init.parent.relative_to(ROOT / "autograder").as_posix()
+        if folder == ".":
+            continue
+        room = folder.rsplit("/", 1)[-1] + "/"
+        assert room in section, f"docs/design.md, section 2, does not show {folder}/"
+        assert room in readme, f"the README's map does not show {folder}/"

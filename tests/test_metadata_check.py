@@ -1,4 +1,4 @@
-"""The course's check of nbgrader cell metadata (``autograder.nbgrader.steps.CheckCellMetadata``):
+"""The course's check of nbgrader cell metadata (``autograder.nbgrader.preprocessors.check_cell_metadata.CheckCellMetadata``):
 nbgrader's own rules, each valid metadata checked once per process, a bad one refused every time."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader.nbgraderformat import ValidationError
 from nbgrader.preprocessors import CheckCellMetadata as NbgraderCheck
 
-from autograder.nbgrader.steps import CheckCellMetadata
+from autograder.nbgrader.preprocessors.check_cell_metadata import CheckCellMetadata
 
 
 def _meta(grade_id: str, **extra) -> dict:

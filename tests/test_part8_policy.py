@@ -7,7 +7,7 @@ gradings). One module fixture walks Bob's semester once; each test reads one ste
 
 1. Bob is graded (autograded 8 of 12, bonus 1.5; part 8, 3 points, waits): 9.5 of 15;
 2. a grader gives part 8 2.5 in formgrader; ``python -m autograder export``; 12 of 15;
-3. Bob resubmits (autograded 6, no bonus); the course's policy (``autograder.nbgrader.part8``): part 8 waits for
+3. Bob resubmits (autograded 6, no bonus); the course's policy (``autograder.nbgrader.part8_regrading``): part 8 waits for
    a grader again, the earlier 2.5 shown beside it; every report says 6 of 15, not graded yet;
 4. the grader types the same 2.5 (one action); ``nbgrader generate_feedback a2c`` (the guide's
    command) and both exports say 8.5 of 15, final.
@@ -25,9 +25,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.core.collect import Submission
-from autograder.core.results import GradeResult, PartScore
-from autograder.nbgrader.class_reports import course_points, write_outputs
+from autograder.core.intake.collect import Submission
+from autograder.core.reports.course_points import course_points
+from autograder.core.reports.grade_result import GradeResult, PartScore
+from autograder.nbgrader.class_reports.writing import write_outputs
 from autograder.nbgrader.course import ASSIGNMENT, autograde, open_course
 from autograder.nbgrader.export_plugin import CourseExport
 from autograder.nbgrader.final_export import export

@@ -5,7 +5,7 @@ only, as on CI) build what an instructor uploads, run Gradescope's ``setup.sh`` 
 (made from a Python every user can reach, as a platform's image has), and run each platform's
 entry point on a folder laid out like the platform's, with a ``bwrap`` first on ``PATH`` that
 fails the way it fails under Docker's seccomp profile: the grader must fall back to container
-mode (:mod:`autograder.core.container_isolation`) and grade exactly as ``grade`` does with
+mode (:mod:`autograder.core.isolation.container`) and grade exactly as ``grade`` does with
 bubblewrap. The hostile corpus (``tests/submissions/hostile.py``) is graded in container mode
 too, from the platform's closed copy of the course.
 """
@@ -31,13 +31,14 @@ import nbformat
 import pytest
 
 from autograder import cli
-from autograder.core import container_isolation, landlock, sandbox
-from autograder.core.results import GradeResult, PartScore
-from autograder.gradescope.bundle import build_zip
-from autograder.gradescope.run_autograder import gradescope_results
-from autograder.platform_run import RELEASE_NAME, find_notebook, grading_requirements
-from autograder.prairielearn.bundle import ENTRYPOINT, write_bundle
-from autograder.prairielearn.run_grader import prairielearn_results
+from autograder.core.isolation import SandboxUnavailable, bubblewrap, container, landlock
+from autograder.core.reports.grade_result import GradeResult, PartScore
+from autograder.platforms.bundle_contents import RELEASE_NAME, grading_requirements
+from autograder.platforms.gradescope.bundle import build_zip
+from autograder.platforms.gradescope.run_autograder import gradescope_results
+from autograder.platforms.one_notebook import find_notebook
+from autograder.platforms.prairielearn.bundle import ENTRYPOINT, write_bundle
+from autograder.platforms.prairielearn.run_grader import prairielearn_results
 from tests.submissions.course import course_submission
 from tests.submissions.hostile import ATTACKS, COSTLY, IPC_KEY, hostile_submission
 
@@ -72,7 +73,7 @@ def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path):
     assert names[:2] == ["setup.sh", "run_autograder"]
     for script in ("setup.sh", "run_autograder"):
         assert modes[script] & 0o111 and stat.S_ISREG(modes[script]), script
-    assert {"solutions/reference.py", "solutions/a2c.ipynb", "autograder/core/judges/model.py"} <= set(
+    assert {"solutions/reference.py", "solutions/a2c.ipynb", "autograder/core/judging/parts/model.py"} <= set(
         names
     )
     assert "course_lib/nature_dqn.py" in names and not any("__pycache__" in n for n in names)
@@ -107,7 +108,7 @@ def test_the_prairielearn_bundle_holds_question_grader_and_image(tmp_path):
     assert "bubblewrap" in dockerfile and "COPY requirements.txt" in dockerfile
     assert "solutions" not in dockerfile  # the image is public: no course file in it
     assert os.stat(out / "run_grader").st_mode & 0o111
-    assert "kit/solutions/reference.py" in names and "kit/autograder/core/judges/a2c.py" in names
+    assert "kit/solutions/reference.py" in names and "kit/autograder/core/judging/parts/a2c.py" in names
     assert f"kit/{RELEASE_NAME}" in names
     with pytest.raises(ValueError, match="new or empty folder"):
         write_bundle(out, "x")
@@ -192,8 +193,8 @@ def test_find_notebook_picks_the_submission(tmp_path):
 
 def test_no_isolation_possible_is_refused_with_the_ways_out(tmp_path, monkeypatch, capsys):
     """Not root and no bubblewrap (a JupyterHub pod): exit 2, naming every way out."""
-    monkeypatch.setattr(sandbox, "bwrap_works", lambda: False)
-    monkeypatch.setattr(container_isolation, "container_works", lambda: False)
+    monkeypatch.setattr(bubblewrap, "bwrap_works", lambda: False)
+    monkeypatch.setattr(container, "container_works", lambda: False)
     nbformat.write(course_submission(), tmp_path / "zoe.ipynb")
     assert cli.main(["grade", str(tmp_path / "zoe.ipynb")]) == 2
     error = capsys.readouterr().err
@@ -211,9 +212,9 @@ def test_container_mode_needs_root():
     if pid == 0:  # pragma: no cover - the child
         os.setresgid(65534, 65534, 65534)
         os.setresuid(65534, 65534, 65534)
-        os._exit(0 if container_isolation.container_works.__wrapped__() is False else 1)
+        os._exit(0 if container.container_works.__wrapped__() is False else 1)
     assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
-    assert container_isolation.container_works()
+    assert container.container_works()
 
 
 @needs_root
@@ -236,8 +237,8 @@ def test_container_mode_refuses_a_readable_copy_of_the_grader(tmp_path):
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert "container mode" in refused.stderr, refused.stderr[-2000:]
     try:
-        container_isolation.check_environment.__wrapped__()
-    except sandbox.SandboxUnavailable:  # the environment is what is refused first here
+        container.check_environment.__wrapped__()
+    except SandboxUnavailable:  # the environment is what is refused first here
         assert "cannot reach the Python" in refused.stderr, refused.stderr[-2000:]
     else:
         assert "close them first" in refused.stderr, refused.stderr[-2000:]
@@ -253,7 +254,7 @@ def _shared_python() -> str:
         Path("/usr/local/bin") / f"python{version}",
     ):
         real = candidate.resolve()
-        if real.is_file() and container_isolation._others_can(real, stat.S_IXOTH):
+        if real.is_file() and container._others_can(real, stat.S_IXOTH):
             return str(candidate)
     pytest.fail(
         f"no Python {version} that every user can run (the platforms' images have one): "
@@ -368,7 +369,7 @@ def _scores(tests: list[dict], field: str = "score") -> dict[str, float]:
 @pytest.fixture(scope="module")
 def reference_with_bubblewrap(tmp_path_factory):
     """``grade --json`` of the reference, in the bubblewrap sandbox: the scores to match."""
-    assert sandbox.bwrap_works(), "bubblewrap is missing or cannot create namespaces"
+    assert bubblewrap.bwrap_works(), "bubblewrap is missing or cannot create namespaces"
     folder = tmp_path_factory.mktemp("bwrap")
     nbformat.write(course_submission(), folder / "ref.ipynb")
     done = subprocess.run(
@@ -529,6 +530,7 @@ def test_hostile_corpus_gains_nothing_in_container_mode(platforms, reference_wit
 
 
 @needs_root
+@pytest.mark.slow
 def test_attacks_on_time_cost_one_budget_in_container_mode(platforms):
     """The corpus's attacks on time (cells that ignore SIGINT and hang on replay, a cell that
     tries to kill its supervisor), graded in container mode with a 15 s cell limit: each earns

@@ -1,7 +1,7 @@
 """What the sandbox lets a command see and do, and how the grader reads what comes out of it.
 
 The sandbox tests run real bubblewrap with tiny commands (a second or two each); the channel
-tests feed :func:`autograder.core.channel.read_channel` the lines a hostile notebook could write.
+tests feed :func:`autograder.core.judging.channel.read_channel` the lines a hostile notebook could write.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.core.channel import read_channel
+from autograder.core.isolation import SandboxLimits
+from autograder.core.isolation.bubblewrap import bwrap_works, run_bubblewrap
+from autograder.core.isolation.python_layout import ENVIRONMENT, PYTHON_BIN
 from autograder.core.judging import make_plan
-from autograder.core.sandbox import SandboxLimits, bwrap_works, run_in_sandbox
-from autograder.core.sandbox_layout import ENVIRONMENT, PYTHON_BIN
+from autograder.core.judging.channel import read_channel
 from autograder.sandboxed.grading_runtime.record import dumps
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +39,7 @@ SMALL = SandboxLimits(
 
 
 def _sh(script: str, limits: SandboxLimits = SMALL, readonly=None, stdin: bytes = b""):
-    return run_in_sandbox(["/bin/sh", "-c", script], readonly or {}, ENV, stdin, 60, limits)
+    return run_bubblewrap(["/bin/sh", "-c", script], readonly or {}, ENV, stdin, 60, limits)
 
 
 def test_bubblewrap_is_installed_for_these_tests() -> None:
@@ -124,8 +125,8 @@ def test_the_sandbox_is_never_root_on_the_host() -> None:
 
 
 _UID_OF_RUN = (
-    "import json, sys; from pathlib import Path; from autograder.core.sandbox import run_in_sandbox; "
-    "ran = run_in_sandbox(['/bin/sh', '-c', 'sleep 3; ps -o user= -p 1 || true'], {}, "
+    "import json, sys; from pathlib import Path; from autograder.core.isolation.bubblewrap import run_bubblewrap; "
+    "ran = run_bubblewrap(['/bin/sh', '-c', 'sleep 3; ps -o user= -p 1 || true'], {}, "
     "json.loads(sys.argv[1]), b'', 60); print(json.dumps([ran.uid, ran.returncode]))"
 )
 
@@ -176,7 +177,7 @@ def test_a_sandbox_users_leftover_processes_are_killed() -> None:
     without a cgroup could leave) is killed before that user id is given to another run."""
     import subprocess
 
-    from autograder.core.sandbox import _kill_user
+    from autograder.core.isolation.user_processes import kill_user_processes
 
     uid = 1_790_000 + os.getpid() % 10_000 + 1
     token = f"leftover-{os.getpid()}"
@@ -187,7 +188,7 @@ def test_a_sandbox_users_leftover_processes_are_killed() -> None:
     )  # fmt: skip
     time.sleep(0.5)
     assert _host_uids(token) == {uid}  # it outlived the command that started it
-    _kill_user(uid)
+    kill_user_processes(uid)
     time.sleep(0.2)
     assert _host_uids(token) == set()
 
@@ -197,8 +198,7 @@ def test_a_sandbox_users_zombie_is_not_waited_for(monkeypatch) -> None:
     """A process of a run's user that has ended but that its parent has not collected yet (a
     zombie: a sandbox's process whose parent was killed first waits for init) runs nothing,
     so neither isolation mode waits for it to go before the user id is given again."""
-    from autograder.core import sandbox
-    from autograder.core.container_isolation import _processes_of
+    from autograder.core.isolation import user_processes
 
     uid = 1_790_000 + os.getpid() % 10_000 + 2
     pid = os.fork()
@@ -208,15 +208,15 @@ def test_a_sandbox_users_zombie_is_not_waited_for(monkeypatch) -> None:
         os._exit(0)
     try:
         for _ in range(500):
-            if sandbox.ended(pid):
+            if user_processes.ended(pid):
                 break
             time.sleep(0.02)
-        assert sandbox.ended(pid) and os.stat(f"/proc/{pid}").st_uid == uid  # a zombie of uid
+        assert user_processes.ended(pid) and os.stat(f"/proc/{pid}").st_uid == uid  # a zombie of uid
         naps: list[float] = []
-        monkeypatch.setattr(sandbox.time, "sleep", naps.append)
-        sandbox._kill_user(uid)
+        monkeypatch.setattr(user_processes.time, "sleep", naps.append)
+        user_processes.kill_user_processes(uid)
         assert naps == []  # nothing of the user runs: no round waited for it
-        assert _processes_of(uid) == []
+        assert user_processes.processes_of(uid) == []
     finally:
         os.waitpid(pid, 0)
 
@@ -224,19 +224,21 @@ def test_a_sandbox_users_zombie_is_not_waited_for(monkeypatch) -> None:
 def test_a_run_that_cannot_start_leaves_no_open_pipe() -> None:
     """A command that cannot even start (a staging copy failed, a missing program) closes all
     of its run's pipes: a class of such failures never runs the grader out of descriptors."""
-    from autograder.core.sandbox import SandboxLimits, _Cgroup, _Pipes, _supervise
+    from autograder.core.isolation import SandboxLimits
+    from autograder.core.isolation.cgroups import Cgroup
+    from autograder.core.isolation.supervision import Pipes, supervise
 
     before = len(os.listdir("/proc/self/fd"))
     for _ in range(3):
-        pipes = _Pipes()
+        pipes = Pipes()
         try:
             with pytest.raises(FileNotFoundError):
                 popen = {"args": ["/nonexistent/program"]}
                 limits = SandboxLimits()
-                _supervise(pipes, popen, b"", 5, limits, _Cgroup("x", limits, False), print)
+                supervise(pipes, popen, b"", 5, limits, Cgroup("x", limits, False), print)
         finally:
             pipes.close()
-        unused = _Pipes()
+        unused = Pipes()
         unused.close()
     assert len(os.listdir("/proc/self/fd")) == before
 
@@ -246,18 +248,18 @@ def test_a_killed_runs_staging_folder_goes_with_the_next_run(tmp_path: Path) -> 
     """A grader killed mid-run (SIGKILL: no clean-up) leaves its staging folder, named after
     the run's user id, whose lock then nobody holds; the next run removes it, and never the
     folder of a run that still holds its id."""
-    from autograder.core.sandbox import _root_folder, _UidLease
+    from autograder.core.isolation.leases import UidLease, root_folder
 
-    folder = _root_folder([str(tmp_path)])
-    living = _UidLease(folder)
-    dead = _UidLease(folder)
+    folder = root_folder([str(tmp_path)])
+    living = UidLease(folder)
+    dead = UidLease(folder)
     dead_uid = dead.uid
     dead.release()  # as the kernel drops a killed grader's lock
     try:
         for name in (f"stage-{dead_uid}", f"plain-{dead_uid}", f"stage-{living.uid}"):
             (folder / name / "root" / "work").mkdir(parents=True)
             (folder / name / "root" / "work" / "left.txt").write_text("x")
-        lease = _UidLease(folder)
+        lease = UidLease(folder)
         try:
             staging = lease.staging("container", 0o711)
             assert staging == folder / f"container-{lease.uid}" and list(staging.iterdir()) == []
@@ -444,17 +446,17 @@ def test_container_mode_leaves_no_ipc_to_the_next_run(monkeypatch) -> None:
     """A run in container mode (no IPC namespace) makes a shared memory segment, a message
     queue and a semaphore set any user may open: all are gone before the next run, under
     another user id, looks for them; a POSIX message queue cannot be made at all."""
-    from autograder.core import container_isolation
-    from autograder.core.ipc_cleanup import ipc_objects_of
-    from autograder.core.sandbox import CHANNEL_VARIABLE
+    from autograder.core.isolation import container
+    from autograder.core.isolation.ipc_cleanup import ipc_objects_of
+    from autograder.core.isolation.supervision import CHANNEL_VARIABLE
 
     # The job runs the system's Python (this venv's may be in a private home), and this
     # checkout is readable by every user: not what this test is about.
-    monkeypatch.setattr(container_isolation, "check_closed", lambda: None)
-    monkeypatch.setattr(container_isolation, "check_environment", lambda: (Path("/usr"),))
+    monkeypatch.setattr(container, "check_closed", lambda: None)
+    monkeypatch.setattr(container, "check_environment", lambda: (Path("/usr"),))
 
     def run(code: str):
-        return container_isolation.run_in_container(
+        return container.run_in_container(
             ["/usr/bin/python3", "-c", code], {}, ENV, b"", 60, SMALL, CHANNEL_VARIABLE
         )
 

@@ -1,4 +1,4 @@
-"""The sandbox's neutral layout (:mod:`autograder.core.sandbox_layout`): where Python is shown, and the
+"""The sandbox's neutral layout (:mod:`autograder.core.isolation.python_layout`): where Python is shown, and the
 compiled files rewritten so that they name no host folder. Fast: no sandbox is started."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from autograder.core import sandbox_layout
-from autograder.core.sandbox import SYSTEM_DIRS
-from autograder.core.sandbox_layout import ENVIRONMENT, Folder, layout, neutral_bytecode
+from autograder.core.isolation import neutral_bytecode as copies
+from autograder.core.isolation.job_view import SYSTEM_DIRS
+from autograder.core.isolation.neutral_bytecode import neutral_bytecode
+from autograder.core.isolation.python_layout import ENVIRONMENT, Folder, layout
 
 
 def _filenames(code) -> set[str]:
@@ -71,11 +72,11 @@ def test_a_new_grader_finds_its_copy_without_a_walk_and_sees_every_change(
     folder = Folder(site, f"{ENVIRONMENT}/lib/python3/site-packages", packages=True)
     image = neutral_bytecode(folder, cache)
     walks: list[Folder] = []
-    walk = sandbox_layout._scan
-    monkeypatch.setattr(sandbox_layout, "_scan", lambda f: walks.append(f) or walk(f))
+    walk = copies._scan
+    monkeypatch.setattr(copies, "_scan", lambda f: walks.append(f) or walk(f))
 
     def new_grader() -> Path:
-        sandbox_layout._made.clear()  # what a new process does not know
+        copies._made.clear()  # what a new process does not know
         return neutral_bytecode(folder, cache)
 
     assert new_grader() == image and walks == []  # nothing changed: the copy, no walk
@@ -96,7 +97,8 @@ def test_a_new_grader_finds_its_copy_without_a_walk_and_sees_every_change(
 _HOLDER = """
 import sys
 from pathlib import Path
-from autograder.core.sandbox_layout import Folder, neutral_bytecode
+from autograder.core.isolation.neutral_bytecode import neutral_bytecode
+from autograder.core.isolation.python_layout import Folder
 site, cache, inside = map(Path, sys.argv[1:4])
 print(neutral_bytecode(Folder(site, str(inside), packages=True), cache), flush=True)
 sys.stdin.read()  # holds the copy until told to end

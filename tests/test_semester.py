@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.core.sandbox import bwrap_works
+from autograder.core.isolation.bubblewrap import bwrap_works
 from tests.submissions.course import course_submission
 
 pytestmark = [pytest.mark.rom, pytest.mark.slow, pytest.mark.timeout(1200)]

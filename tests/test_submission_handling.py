@@ -15,9 +15,9 @@ import nbformat
 import pytest
 
 from autograder.core.grading_job import SETUP_CELLS, job_cells
-from autograder.core.repair import grade_id, repair_submission
-from autograder.core.student_outputs import MARK, keep_submitted_outputs, plain_text
-from autograder.core.submission_file import UnreadableNotebook, parse_notebook, read_bytes
+from autograder.core.intake.repair import grade_id, repair_submission
+from autograder.core.intake.student_outputs import MARK, keep_submitted_outputs, plain_text
+from autograder.core.intake.submission_file import UnreadableNotebook, parse_notebook, read_bytes
 from tests.submissions.tiny import tiny_submission
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ import signal
 
 import pytest
 
-from autograder.core.judges import PART_KEYS
+from autograder.core.judging.parts import PART_KEYS
 from course_lib import checks
 from course_lib.checks import CheckFailed
 from solutions import reference as ref

@@ -11,22 +11,22 @@ points) and grades any number of submissions, each from the file's bytes::
 What :meth:`Assessor.assess` does, in the grader's own trusted process, with a sandbox under it:
 
 1. the file's bytes are parsed and the notebook repaired against the release
-   (:mod:`autograder.core.repair`);
-2. a plan of probe cases is drawn for this grading alone (:func:`autograder.core.judging.make_plan`);
+   (:mod:`autograder.core.intake.repair`);
+2. a plan of probe cases is drawn for this grading alone (:func:`autograder.core.judging.plan.make_plan`);
 3. the sandbox (:mod:`autograder.core.isolation`: bubblewrap, or an unprivileged user in a container)
    runs the set-up cells, the student's definitions and, at each autograded cell, the probes of
    that part (:mod:`autograder.core.grading_job`), and streams records back;
-4. the records are decoded as untrusted data (:mod:`autograder.core.channel`) and judged against the
-   reference here (:mod:`autograder.core.verdict`); everything quoted back is stripped of host paths
-   (:mod:`autograder.core.host_paths`);
+4. the records are decoded as untrusted data (:mod:`autograder.core.judging.channel`) and judged against the
+   reference here (:mod:`autograder.core.judging.run_outcome`); everything quoted back is stripped of host paths
+   (:mod:`autograder.core.isolation.redaction`);
 5. the training and evaluation cells are not run: the outputs the student submitted are kept,
-   filtered and marked as theirs (:mod:`autograder.core.student_outputs`), and markdown a student
-   could change is sanitised (:mod:`autograder.core.student_markdown`).
+   filtered and marked as theirs (:mod:`autograder.core.intake.student_outputs`), and markdown a student
+   could change is sanitised (:mod:`autograder.core.intake.student_markdown`).
 
 The result (:class:`Assessment`) is plain data, so the step runs on a cluster's worker as well
 as here. Nothing here knows nbgrader: the front ends (``grade``/``grade-all`` with nbgrader's
 gradebook, Gradescope, PrairieLearn) record or report what comes back. Nothing here raises
-because of a submission: its :class:`~autograder.core.results.GradeResult` says what happened.
+because of a submission: its :class:`~autograder.core.reports.grade_result.GradeResult` says what happened.
 """
 
 from __future__ import annotations
@@ -44,30 +44,30 @@ from typing import Any
 
 import nbformat
 
-from autograder.core import environment
-from autograder.core.channel import Channel, read_channel
-from autograder.core.code_highlighting import course_languages
 from autograder.core.file_tree import tree_digest
 from autograder.core.grading_job import job_cells
-from autograder.core.host_paths import Redactor
-from autograder.core.isolation import require_isolation, run_isolated
-from autograder.core.judges import PART_NAMES
-from autograder.core.judging import make_plan, new_seed, prepare_references
-from autograder.core.package_digest import package_files
-from autograder.core.repair import graded_part, repair_submission
-from autograder.core.results import GradeResult, PartScore
-from autograder.core.sandbox import (
+from autograder.core.intake.code_highlighting import course_languages
+from autograder.core.intake.repair import graded_part, repair_submission
+from autograder.core.intake.student_markdown import safe_markdown
+from autograder.core.intake.student_outputs import keep_submitted_outputs
+from autograder.core.intake.submission_file import UnreadableNotebook, parse_notebook
+from autograder.core.isolation import (
     DEFAULT_LIMITS,
-    PYTHON,
-    SCRATCH,
     SandboxLimits,
-    require_unsandboxed_user,
+    environment_fingerprint,
+    require_isolation,
+    run_isolated,
 )
-from autograder.core.sandbox_layout import PYTHON_BIN
-from autograder.core.student_markdown import safe_markdown
-from autograder.core.student_outputs import keep_submitted_outputs
-from autograder.core.submission_file import UnreadableNotebook, parse_notebook
-from autograder.core.verdict import cell_notes, run_status, score_parts
+from autograder.core.isolation.job_view import SCRATCH
+from autograder.core.isolation.python_layout import PYTHON, PYTHON_BIN
+from autograder.core.isolation.redaction import Redactor
+from autograder.core.isolation.unsandboxed import require_unsandboxed_user
+from autograder.core.judging import make_plan, new_seed, prepare_references
+from autograder.core.judging.channel import Channel, read_channel
+from autograder.core.judging.parts import PART_NAMES
+from autograder.core.judging.run_outcome import cell_notes, run_status, score_parts
+from autograder.core.package_digest import package_files
+from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.sandboxed.grading_runtime import record as records
 
 __all__ = ["CELL_TIMEOUT", "WALL_SECONDS", "Assessment", "Assessor", "check_timeout"]
@@ -152,8 +152,9 @@ class Assessor:
         timeout: per-cell time limit of the sandboxed run, in seconds (default 120).
         isolate: run notebooks isolated (``False``: a plain subprocess, for debugging; its
             results are never ``graded``). With ``True`` and no isolation that holds, raises
-            :class:`~autograder.core.sandbox.SandboxUnavailable` (with the ways out).
-        wall_seconds: the whole sandboxed run is killed after this long (default 900 s).
+            :class:`~autograder.core.isolation.SandboxUnavailable` (with the ways out).
+        wall_seconds: the most a whole sandboxed run may take (default 900 s); a run is killed
+            at its own budget plus :data:`WALL_MARGIN` before that (240 s by default).
         limits: memory, process and size limits of one sandboxed run.
         private_folders: more host folders whose paths never reach a student (the grader's
             course, the solution's folder); ``workdir`` is one already.
@@ -178,11 +179,11 @@ class Assessor:
         # Without the sandbox, a notebook could change the environment: fingerprinted now and
         # after each such grading (and the grader itself writes no bytecode from here on, so
         # that only a notebook can change it).
-        self._environment: environment.Fingerprint | None = None
+        self._environment: environment_fingerprint.Fingerprint | None = None
         self._changed_environment = ""
         if not isolate:
             sys.dont_write_bytecode = True
-            self._environment = environment.fingerprint()
+            self._environment = environment_fingerprint.fingerprint()
         self._package_files = package_files()
         if not isinstance(release, nbformat.NotebookNode):
             release = nbformat.read(Path(release), as_version=4)
@@ -336,7 +337,7 @@ class Assessor:
             if changed:
                 found.append("changed the grader's copy of course_lib: " + ", ".join(changed[:10]))
         if self._environment is not None:
-            changed = environment.changes(self._environment)
+            changed = environment_fingerprint.changes(self._environment)
             if changed:  # every later grading of this assessor refuses (see assess)
                 self._changed_environment = ", ".join(changed[:5])
                 found.append(f"changed the Python environment: {self._changed_environment}")

@@ -13,7 +13,7 @@ order:
 Everything else is not run: the visible checks (the student ran them already; they grade
 nothing), the demonstration cells, and the training, evaluation and video cells after the last
 graded part, whose submitted outputs are what part 8 is graded on
-(:mod:`autograder.core.student_outputs`).
+(:mod:`autograder.core.intake.student_outputs`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 from nbformat import NotebookNode
 
-from autograder.core.repair import grade_id, graded_part
+from autograder.core.intake.repair import grade_id, graded_part
 
 __all__ = ["SETUP_CELLS", "job_cells"]
 

@@ -47,12 +47,12 @@ c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exch
 # plots and answers of part 8 are read by hand). So its sanitising keeps nbgrader's defaults but
 # ClearOutput: duplicated cells are de-duplicated, the kernelspec is reset, every locked cell
 # (tests included) is put back as released, and cell metadata is checked (nbgrader's check,
-# each distinct metadata once per process: autograder.nbgrader.steps.CheckCellMetadata).
+# each distinct metadata once per process: autograder.nbgrader.preprocessors.check_cell_metadata.CheckCellMetadata).
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "nbgrader.preprocessors.OverwriteCells",
-    "autograder.nbgrader.steps.CheckCellMetadata",
+    "autograder.nbgrader.preprocessors.check_cell_metadata.CheckCellMetadata",
 ]
 # Then nbgrader's default autograde steps without Execute (and without IgnorePattern, which
 # only filtered what Execute produced), with TrustedScores first: it replaces the outputs of
@@ -61,30 +61,30 @@ c.Autograde.sanitize_preprocessors = [
 # it after generate_assignment), so that formgrader and nbgrader's gradebook count full marks as
 # the course does (15, not 17): SaveExtraCredit records its points as nbgrader's extra credit.
 c.Autograde.autograde_preprocessors = [
-    "autograder.nbgrader.steps.TrustedScores",
+    "autograder.nbgrader.preprocessors.trusted_scores.TrustedScores",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
-    "autograder.nbgrader.steps.SaveExtraCredit",
+    "autograder.nbgrader.preprocessors.save_extra_credit.SaveExtraCredit",
     "nbgrader.preprocessors.AssignLatePenalties",
-    "autograder.nbgrader.steps.CheckCellMetadata",
+    "autograder.nbgrader.preprocessors.check_cell_metadata.CheckCellMetadata",
 ]
 # Run by hand (`nbgrader autograde`, with or without --force, or formgrader's Autograde
 # button), nbgrader would first remove autograded/<student>, then stop at TrustedScores (no
 # grader record) and remove what it had started: the student would show 0 / 0. nbgrader
 # creates its exporter before it touches any student folder, so this exporter refuses there,
 # without the grader's record, and nothing is removed.
-c.Autograde.exporter_class = "autograder.nbgrader.steps.GraderOnlyExporter"
+c.Autograde.exporter_class = "autograder.nbgrader.exporters.grader_only.GraderOnlyExporter"
 # Formgrader shows the stored notebook's markdown as HTML without sanitizing it: the last step
 # removes scripts, event handlers and javascript: links from every cell a student could edit.
-c.Autograde.autograde_preprocessors.append("autograder.nbgrader.steps.SanitizeMarkdown")
+c.Autograde.autograde_preprocessors.append("autograder.nbgrader.preprocessors.sanitize_markdown.SanitizeMarkdown")
 # With add_missing_cells, a graded cell the student deleted is put back (the grader restores
 # deleted cells itself before the sandbox runs; this stays as a second line of defence).
 c.OverwriteCells.add_missing_cells = True
 
 # A flood of stdout is cut to this many lines per cell, so feedback files stay small.
 # A code cell's first line (`%%ruby`) would pick a pygments lexer in formgrader and the
-# feedback: only the course's language is highlighted (autograder/core/code_highlighting.py).
+# feedback: only the course's language is highlighted (autograder/core/intake/code_highlighting.py).
 c.HighlightMagicsPreprocessor.enabled = False
 
 c.LimitOutput.max_lines = 1000
@@ -104,20 +104,20 @@ c.LimitOutput.max_traceback = 100
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "autograder.nbgrader.student_comments.StudentComments",
-    "autograder.nbgrader.steps.CourseTotals",
-    "autograder.nbgrader.steps.SanitizeMarkdown",
+    "autograder.nbgrader.preprocessors.course_totals.CourseTotals",
+    "autograder.nbgrader.preprocessors.sanitize_markdown.SanitizeMarkdown",
     "nbgrader.preprocessors.ClearHiddenTests",
-    "autograder.nbgrader.steps.HideGradedTracebacks",
+    "autograder.nbgrader.preprocessors.hide_graded_tracebacks.HideGradedTracebacks",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
-c.GenerateFeedback.exporter_class = "autograder.nbgrader.steps.FeedbackExporter"
+c.GenerateFeedback.exporter_class = "autograder.nbgrader.exporters.feedback.FeedbackExporter"
 # nbgrader skips a student whose feedback/ folder exists and is newer than autograded/ ("Skipping
 # existing assignment"), but a part 8 score typed in formgrader changes only the gradebook: the
 # page would keep saying "part 8: not graded yet". Every `nbgrader generate_feedback` therefore
 # makes every page again from the gradebook (a page never reaches a student stale).
 c.GenerateFeedback.force = True
 c.FeedbackExporter.template_name = "a2c_feedback"
-from autograder.nbgrader.steps import FEEDBACK_TEMPLATES, nbgrader_templates  # noqa: E402
+from autograder.nbgrader.exporters.feedback import FEEDBACK_TEMPLATES, nbgrader_templates  # noqa: E402
 
 c.FeedbackExporter.extra_template_basedirs = [str(FEEDBACK_TEMPLATES), str(nbgrader_templates())]
 # a2c_feedback extends nbgrader's `feedback/index.html.j2` (found from nbgrader's template

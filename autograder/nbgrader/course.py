@@ -13,7 +13,7 @@ grader::
 Each submission is recorded once (:func:`autograde`), into the instructor's persistent course
 (:func:`open_course`, ``grade-all --course``) or, without one, into the grader's own course,
 written once from the template's bytes (:func:`new_workspace`). No student code runs in these
-folders: the notebook runs in a sandbox (:mod:`autograder.core.sandbox`), and nbgrader, run here
+folders: the notebook runs in a sandbox (:mod:`autograder.core.isolation.bubblewrap`), and nbgrader, run here
 with execution switched off (``autograder/nbgrader/config.py``), only records the grader's
 scores in the gradebook and makes the feedback HTML (:func:`generate_feedback`).
 """
@@ -34,11 +34,12 @@ from autograder.nbgrader.gradebook_session import (
     gradebook_session,
     one_engine_per_gradebook,
 )
-from autograder.nbgrader.steps import bonus_as_extra_credit
+from autograder.nbgrader.preprocessors.save_extra_credit import bonus_as_extra_credit
+from solutions.build_notebooks import SOURCE_NOTEBOOK
 
 # The assignment id, the notebook name and the source notebook come from the notebook builder,
 # so that the release and the grading course agree.
-from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK, SOURCE_NOTEBOOK
+from solutions.parts import ASSIGNMENT, NOTEBOOK
 
 __all__ = [
     "ASSIGNMENT",
@@ -241,7 +242,7 @@ def autograde(workspace: CourseTemplate, student: str, notebook: str, record: Pa
 
     Runs ``nbgrader autograde`` without execution; returns the autograded notebook. In the
     instructor's course, a part 8 graded for an earlier submission then waits for a grader
-    (:func:`autograder.nbgrader.part8.hold_for_grader`).
+    (:func:`autograder.nbgrader.part8_regrading.hold_for_grader`).
 
     Raises:
         NbgraderError: nbgrader could not record the notebook (its log is in the message).
@@ -258,11 +259,11 @@ def autograde(workspace: CourseTemplate, student: str, notebook: str, record: Pa
     result = workspace.autograded_notebook(student)
     if not result.is_file():
         raise NbgraderError(f"nbgrader autograde wrote no {result}")
-    # A part 8 graded before waits for a grader (autograder.nbgrader.part8).
+    # A part 8 graded before waits for a grader (autograder.nbgrader.part8_regrading).
     if workspace.persistent:
         from nbgrader.api import Gradebook
 
-        from autograder.nbgrader.part8 import hold_for_grader
+        from autograder.nbgrader.part8_regrading import hold_for_grader
 
         with gradebook_session(), Gradebook(workspace.db_url) as gradebook:
             hold_for_grader(gradebook, student, NOTEBOOK, ASSIGNMENT)

@@ -18,9 +18,10 @@ from typing import Any
 from nbgrader.api import MissingEntry
 from nbgrader.plugins.export import ExportPlugin
 
-from autograder.core.judges import BONUS_PARTS
-from autograder.core.report import csv_cell
-from autograder.nbgrader.class_reports import NOT_GRADED_YET, CoursePoints, hand_score
+from autograder.core.judging.parts import BONUS_PARTS
+from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints
+from autograder.core.reports.safe_text import csv_cell
+from autograder.nbgrader.class_reports.hand_scores import hand_score
 from autograder.nbgrader.roster import is_placeholder
 
 __all__ = ["CourseExport", "gradebook_points"]
@@ -32,7 +33,7 @@ COLUMNS = (
 
 
 def gradebook_points(assignment: Any) -> CoursePoints:
-    """The :class:`~autograder.nbgrader.class_reports.CoursePoints` of an assignment in the gradebook."""
+    """The :class:`~autograder.core.reports.course_points.CoursePoints` of an assignment in the gradebook."""
     auto, manual = {}, {}
     for notebook in assignment.notebooks:
         for cell in notebook.grade_cells:

@@ -19,17 +19,15 @@ from pathlib import Path
 import nbformat
 from tqdm.auto import tqdm
 
-from autograder.nbgrader.class_reports import (
-    NOT_GRADED_YET,
+from autograder.core.reports.course_points import NOT_GRADED_YET, course_points
+from autograder.nbgrader.class_reports.grades_csv import (
     apply_late_penalty,
-    course_points,
     csv_columns,
     read_rows,
     refresh_manual,
-    save_histogram,
-    summary_text,
     write_rows,
 )
+from autograder.nbgrader.class_reports.summary import save_histogram, summary_text
 from autograder.nbgrader.course import (
     ASSIGNMENT,
     NOTEBOOK,

@@ -1,6 +1,6 @@
 """Read a recorded submission back from nbgrader's gradebook and compare it with the grader's.
 
-The grader writes its scores into the gradebook once (:mod:`autograder.nbgrader.steps`);
+The grader writes its scores into the gradebook once (:mod:`autograder.nbgrader.preprocessors`);
 :func:`check_gradebook` reads them back and flags any difference, so the gradebook an instructor
 exports is the one reported in ``grades.csv``. It also fills in what only the gradebook knows:
 the hand-graded cells' maxima and an earlier submission's part 8 score.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder.core.judges import BONUS_PARTS
-from autograder.core.results import GradeResult
-from autograder.nbgrader.part8 import earlier_in, earlier_note
-from solutions.build_notebooks import ASSIGNMENT, NOTEBOOK
+from autograder.core.judging.parts import BONUS_PARTS
+from autograder.core.reports.grade_result import GradeResult
+from autograder.nbgrader.part8_regrading import earlier_in, earlier_note
+from solutions.parts import ASSIGNMENT, NOTEBOOK
 
 __all__ = ["check_gradebook"]
 
@@ -23,7 +23,7 @@ def check_gradebook(db_url: str, student: str, result: GradeResult) -> list[str]
     ``result.hand_scores`` (a hand-graded answer left as the stub: nbgrader scored it 0 itself,
     and it needs no grading, with or without a course).
 
-    A part 8 score of an earlier submission (:mod:`autograder.nbgrader.part8`) is added to the notes.
+    A part 8 score of an earlier submission (:mod:`autograder.nbgrader.part8_regrading`) is added to the notes.
 
     Returns one line per difference (empty: the gradebook holds exactly the grader's scores).
     """

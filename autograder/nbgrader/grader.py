@@ -19,16 +19,20 @@ One submission, two steps, two trust domains:
    can run on another machine (:mod:`autograder.core.cluster`).
 2. :meth:`Grader.record` (trusted, the instructor's machine): ``nbgrader autograde``, with
    execution off, writes the grader's scores once, into the course's gradebook (or, without a
-   course, the grader's own, made once per run) (:mod:`autograder.nbgrader.steps`), reads them
+   course, the grader's own, made once per run) (:mod:`autograder.nbgrader.preprocessors`), reads them
    back to check, and ``generate_feedback`` makes the feedback HTML from that gradebook.
 
-:func:`grade_many` grades a list of :class:`~autograder.core.collect.Submission` in parallel (one
+:func:`grade_many` grades a list of :class:`~autograder.core.intake.collect.Submission` in parallel (one
 sandbox per job, ``cores // jobs`` threads each), with a progress bar, and writes
 ``grades.csv``, ``feedback/<student>.html``, ``summary.txt`` and ``scores.png``.
 
 Nothing here raises because of a submission: the returned
-:class:`~autograder.core.results.GradeResult` says what happened in its ``status``, and a failure
+:class:`~autograder.core.reports.grade_result.GradeResult` says what happened in its ``status``, and a failure
 of the grader itself on one submission is that submission's ``error`` row.
+
+Why one module: :class:`Grader`'s two steps and :func:`grade_many`'s pool share the grader's
+state (the template course, the grader's own course, the feedback child); split, each half would
+reach into the other's private names.
 """
 
 from __future__ import annotations
@@ -47,12 +51,13 @@ from types import TracebackType
 from typing import Any
 
 from autograder.core.assessor import WALL_SECONDS, Assessment, Assessor, check_timeout
-from autograder.core.collect import Problem, Submission, student_id
 from autograder.core.file_tree import read_tree
-from autograder.core.isolation import require_isolation
-from autograder.core.results import GradeResult
-from autograder.core.sandbox import DEFAULT_LIMITS, SandboxLimits, require_unsandboxed_user
-from autograder.core.submission_file import UnreadableNotebook, read_bytes
+from autograder.core.intake.collect import Problem, Submission, student_id
+from autograder.core.intake.submission_file import UnreadableNotebook, read_bytes
+from autograder.core.isolation import DEFAULT_LIMITS, SandboxLimits, require_isolation
+from autograder.core.isolation.unsandboxed import require_unsandboxed_user
+from autograder.core.reports.course_points import course_points
+from autograder.core.reports.grade_result import GradeResult
 from autograder.nbgrader.course import (
     SOURCE_NOTEBOOK,
     CourseTemplate,
@@ -104,8 +109,9 @@ class Grader:
             after :meth:`close`, to debug a grade.
         isolate: run notebooks in the sandbox (``False``: a plain subprocess, for debugging;
             its results are never ``graded``). With ``True`` and no isolation that holds,
-            raises :class:`~autograder.core.sandbox.SandboxUnavailable` (with the ways out).
-        wall_seconds: the whole sandboxed run is killed after this long (default 900 s).
+            raises :class:`~autograder.core.isolation.SandboxUnavailable` (with the ways out).
+        wall_seconds: the most a whole sandboxed run may take (default 900 s; the run is
+            killed at its own budget before that: :meth:`Assessor.budget`).
         course: an nbgrader course directory (made on first use) that also receives every
             graded notebook and score, for formgrader, ``generate_feedback`` and ``export``.
         limits: memory, process and size limits of one sandboxed run.
@@ -150,6 +156,8 @@ class Grader:
                 *([course] if course is not None else []),
             ],
         )
+        #: the release's points: what the class's reports count (part 8 and the bonus included)
+        self.points = course_points(self.assessor.release)
         self._files = read_tree(self.template.root)
         self._ids = itertools.count(1)  # thread-safe in CPython: score files' names stay unique
         self.course: CourseTemplate | None = None
@@ -370,7 +378,7 @@ def grade_many(
     Each submission is graded once, a failed or timed-out one too (its run's cost is bounded by
     the runner's budget, and a second try would double it). Each student's grade is appended to
     ``out/progress.jsonl`` as it is recorded; the file goes once ``grades.csv`` holds every row.
-    With ``cluster`` (an :class:`autograder.core.cluster.ClusterGrading`: a Dask
+    With ``cluster`` (an :class:`autograder.core.cluster.scheduling.ClusterGrading`: a Dask
     cluster), the assess steps run there instead of ``jobs`` local threads; recording stays here.
     ``settings``: the class's deadline, roster and late penalty, for the reports.
     """
@@ -388,10 +396,11 @@ def grade_many(
     else:
         results = _grade_locally(grader, submissions, feedback_dir, jobs, progress, log)
     # The reports: merged by student into what `out` holds already (autograder.nbgrader.class_reports).
-    from autograder.nbgrader.class_reports import write_reports
+    from autograder.nbgrader.class_reports.writing import write_reports
 
     written = write_reports(
-        grader,
+        grader.course,
+        grader.points,
         out,
         results,
         submissions,

@@ -11,13 +11,13 @@ import json
 import threading
 from pathlib import Path
 
-from autograder.core.results import GradeResult
+from autograder.core.reports.grade_result import GradeResult
 
 __all__ = ["ProgressLog"]
 
 
 class ProgressLog:
-    """Appends one line per :class:`~autograder.core.results.GradeResult` to ``path``."""
+    """Appends one line per :class:`~autograder.core.reports.grade_result.GradeResult` to ``path``."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)

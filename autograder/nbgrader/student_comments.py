@@ -2,7 +2,7 @@
 
 Formgrader shows a cell's comment beside its score field, and the grader writes two lines there
 for the person grading part 8: the score of an earlier submission, with how to keep it
-(:data:`autograder.nbgrader.part8.EARLIER`), and the late penalty, with which totals are before
+(:data:`autograder.nbgrader.part8_regrading.EARLIER`), and the late penalty, with which totals are before
 it (:data:`autograder.nbgrader.late_penalty.LATE_LINE`). nbgrader's feedback page shows every
 comment to the student, who has nothing to type into formgrader and reads the penalty in the
 page's header: :class:`StudentComments`, run after nbgrader's ``GetGrades``, removes those
@@ -18,7 +18,7 @@ from nbformat import NotebookNode
 from traitlets import Bool
 
 from autograder.nbgrader.late_penalty import LATE_LINE
-from autograder.nbgrader.part8 import EARLIER
+from autograder.nbgrader.part8_regrading import EARLIER
 
 __all__ = ["GRADER_LINES", "StudentComments", "for_students"]
 

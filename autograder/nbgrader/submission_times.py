@@ -5,7 +5,7 @@ the exchange wrote, never from a file the student made:
 
 1. the ``timestamp.txt`` nbgrader's exchange writes into the folder it makes for each
    submission (``submitted/<student>/a2c/timestamp.txt``, as the layout of
-   :mod:`autograder.core.collect` finds it: :attr:`~autograder.core.collect.Submission.exchange`):
+   :mod:`autograder.core.intake.collect` finds it: :attr:`~autograder.core.intake.collect.Submission.exchange`):
    the time the student pressed *Submit*. A ``timestamp.txt`` anywhere else (beside a notebook
    in a per-student upload, in a sub-folder of the student's own assignment folder, which
    nbgrader copies whole) is the student's, and never read;
@@ -125,7 +125,7 @@ def submission_time(
 ) -> SubmissionTime:
     """The time the notebook at ``path`` was handed in (rules in the module docstring).
 
-    ``origin`` is how :mod:`autograder.core.collect` names a file found in an archive
+    ``origin`` is how :mod:`autograder.core.intake.collect` names a file found in an archive
     (``<archive>.zip:<member>``); ``deadline`` gives a zip's local times their time zone;
     ``mtime`` is the file's modification time as collected (read from ``path`` otherwise);
     ``exchange`` the folder nbgrader's exchange made for the submission, the only one whose

@@ -47,11 +47,12 @@ _UNUSED_DAYS = 7.0
 def private_cache() -> Path | None:
     """The folder where this user's graders keep templates, made if missing; None when there
     is none only this user can enter (then every grader builds its own template)."""
-    from autograder.core.sandbox import CACHE_FOLDERS, SandboxUnavailable, _root_folder
+    from autograder.core.isolation import SandboxUnavailable
+    from autograder.core.isolation.leases import CACHE_FOLDERS, root_folder
 
     try:
         if os.getuid() == 0:
-            return _private(_root_folder(CACHE_FOLDERS, _FOLDER, locks=False))
+            return _private(root_folder(CACHE_FOLDERS, _FOLDER, locks=False))
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
         (base / _FOLDER).mkdir(mode=0o700, exist_ok=True)

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._common import OBS_SHAPE, _call, _fail, _obs, _ok
+from ._common import OBS_SHAPE, call_student, coded_obs, fail, report_ok
 from .fixtures import TableModel, ValuePolicy
 
 #: The hand-worked batch: B=4 samples, 2 actions, all logits 0 (so pi = 0.5, log pi = -ln 2,
@@ -18,15 +18,15 @@ from .fixtures import TableModel, ValuePolicy
 _A2C_VALUES = [1.0, 2.0, 0.5, 0.0]
 _A2C_TARGETS = [2.0, 2.0, 0.0, 1.0]
 _LN2 = math.log(2.0)
-_A2C_EXPECTED = {
+A2C_EXPECTED = {
     "policy_loss": _LN2 * 1.5 / 4,  # -mean(-ln2 * A) = ln2 * mean(A)
     "value_loss": (1 + 0 + 0.25 + 1) / 4,  # mean(A^2)
     "entropy": _LN2,
 }
-_A2C_EXPECTED["loss"] = (
-    _A2C_EXPECTED["policy_loss"]
-    + 0.25 * _A2C_EXPECTED["value_loss"]
-    - 0.01 * _A2C_EXPECTED["entropy"]
+A2C_EXPECTED["loss"] = (
+    A2C_EXPECTED["policy_loss"]
+    + 0.25 * A2C_EXPECTED["value_loss"]
+    - 0.01 * A2C_EXPECTED["entropy"]
 )
 #: d loss / d V_k = 0.25 * 2 (V_k - target_k) / 4; d loss / d logit_k = -(A_k / 4) (onehot(a_k) - 0.5);
 #: the entropy gradient is 0 at the uniform policy. Norm of all gradients: sqrt(0.10546875).
@@ -36,9 +36,9 @@ _A2C_GRAD_NORM = math.sqrt(0.10546875)
 #: (the entropy's gradient is still 0 at the uniform policy).
 _A2C_WEIGHTED = {"value_loss_coef": 0.5, "entropy_coef": 0.1}
 _A2C_WEIGHTED_LOSS = (
-    _A2C_EXPECTED["policy_loss"]
-    + 0.5 * _A2C_EXPECTED["value_loss"]
-    - 0.1 * _A2C_EXPECTED["entropy"]
+    A2C_EXPECTED["policy_loss"]
+    + 0.5 * A2C_EXPECTED["value_loss"]
+    - 0.1 * A2C_EXPECTED["entropy"]
 )
 
 
@@ -49,7 +49,7 @@ def _a2c_setup(
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)  # so that a step = -clipped gradient
     for p in model.parameters():
         p.grad = torch.full_like(p, 5.0)  # stale gradients that zero_grad() must remove
-    algo = _call(
+    algo = call_student(
         "A2C",
         A2C,
         ValuePolicy(model),
@@ -58,7 +58,7 @@ def _a2c_setup(
         entropy_coef=entropy_coef,
         max_grad_norm=max_grad_norm,
     )
-    obs = _obs([0, 1, 2, 3])  # (4, 4, 84, 84)
+    obs = coded_obs([0, 1, 2, 3])  # (4, 4, 84, 84)
     actions = np.array([0, 1, 1, 0], dtype=np.int64)
     logits, values = model(torch.as_tensor(obs))  # (4, 2), (4,)
     log_probs = torch.log_softmax(logits, dim=-1)[torch.arange(4), torch.as_tensor(actions)]
@@ -71,7 +71,7 @@ def _a2c_setup(
         "value_targets": torch.tensor(_A2C_TARGETS),
         "rewards": np.zeros(4, np.float32),
         "resets": np.zeros(4, bool),
-        "state": {"latest_observation": _obs([0, 1]), "env_steps": 2},
+        "state": {"latest_observation": coded_obs([0, 1]), "env_steps": 2},
     }
     return algo, model, trajectory
 
@@ -79,7 +79,7 @@ def _a2c_setup(
 def _norm_before_clipping(part: str, stats: dict[str, Any], max_grad_norm: float) -> None:
     """Fail unless ``stats["grad_norm"]`` is the hand-worked norm of the whole gradient."""
     if not math.isclose(float(stats["grad_norm"]), _A2C_GRAD_NORM, abs_tol=1e-4):
-        _fail(
+        fail(
             part,
             f"with max_grad_norm={max_grad_norm:g}, grad_norm should be the total norm of the "
             "gradient before clipping.",
@@ -97,12 +97,12 @@ def check_a2c(
     part = "A2C"
     before = [1.0, 2.0, 0.5, 0.0]
     algo, model, trajectory = _a2c_setup(A2C, max_grad_norm=10.0)
-    stats = _call(part, algo.step, trajectory)
+    stats = call_student(part, algo.step, trajectory)
     if not isinstance(stats, dict):
-        _fail(part, "step() must return a dict of floats.", "dict", type(stats))
+        fail(part, "step() must return a dict of floats.", "dict", type(stats))
     for key in ("loss", "policy_loss", "value_loss", "entropy", "grad_norm"):
         if key not in stats:
-            _fail(
+            fail(
                 part,
                 f"step() result misses `{key}`.",
                 ["loss", "policy_loss", "value_loss", "entropy", "grad_norm"],
@@ -110,7 +110,7 @@ def check_a2c(
                 "return at least these five keys, each a Python float.",
             )
         if isinstance(stats[key], torch.Tensor):
-            _fail(
+            fail(
                 part,
                 f"`{key}` is a tensor; return plain floats.",
                 hint="return Python numbers (a tensor keeps its graph, and GPU memory, alive in your logs).",
@@ -126,9 +126,9 @@ def check_a2c(
         "loss": "L combines the three terms with value_loss_coef and entropy_coef; the entropy is "
         "a bonus, so check the sign it enters with (minimising L must raise H).",
     }
-    for key, expected in _A2C_EXPECTED.items():
+    for key, expected in A2C_EXPECTED.items():
         if not math.isclose(float(stats[key]), expected, abs_tol=1e-4):
-            _fail(
+            fail(
                 part,
                 f"wrong `{key}` for V=[1, 2, 0.5, 0], targets=[2, 2, 0, 1], logits 0, "
                 "value_loss_coef 0.25, entropy_coef 0.01.",
@@ -138,7 +138,7 @@ def check_a2c(
             )
     step = (model.value_table.detach() - torch.tensor(before)).numpy()  # SGD lr 1: -gradient
     if np.allclose(step, [-g - 5.0 for g in _A2C_VALUE_GRAD], atol=1e-4):
-        _fail(
+        fail(
             part,
             "old gradients were added to the new ones: the parameters held a stale gradient of "
             "5.0 before step(), and it is still in the update.",
@@ -147,7 +147,7 @@ def check_a2c(
             "the gradients must be reset before each backward pass.",
         )
     if not np.allclose(-step, _A2C_VALUE_GRAD, atol=1e-4):
-        _fail(
+        fail(
             part,
             "wrong gradient on the values.",
             np.array(_A2C_VALUE_GRAD),
@@ -155,12 +155,12 @@ def check_a2c(
             "no gradient may flow through the advantages in the policy loss: only the value loss moves V.",
         )
     _norm_before_clipping(part, stats, 10.0)
-    _ok(
+    report_ok(
         f"A2C losses: policy {stats['policy_loss']:.4f}, value {stats['value_loss']:.4f}, "
         f"entropy {stats['entropy']:.4f}, total {stats['loss']:.4f}; advantages detached"
     )
     algo, model, trajectory = _a2c_setup(A2C, max_grad_norm=0.1)
-    clipped = _call(part, algo.step, trajectory)
+    clipped = call_student(part, algo.step, trajectory)
     moved = torch.cat(
         [
             (model.value_table.detach() - torch.tensor(before)),
@@ -168,7 +168,7 @@ def check_a2c(
         ]
     )
     if not math.isclose(float(moved.norm()), 0.1, abs_tol=1e-4):
-        _fail(
+        fail(
             part,
             "with max_grad_norm=0.1 and SGD(lr=1) the parameters should move by exactly 0.1.",
             0.1,
@@ -176,16 +176,16 @@ def check_a2c(
             "clip the gradient after backward(), before the optimizer step.",
         )
     _norm_before_clipping(part, clipped, 0.1)
-    _ok("A2C clips the gradient norm (0.3248 -> 0.1) before the optimizer step")
+    report_ok("A2C clips the gradient norm (0.3248 -> 0.1) before the optimizer step")
     algo, model, trajectory = _a2c_setup(A2C, max_grad_norm=10.0, **_A2C_WEIGHTED)
-    weighted = _call(part, algo.step, trajectory)
+    weighted = call_student(part, algo.step, trajectory)
     step = (model.value_table.detach() - torch.tensor(before)).numpy()
     want = [2 * g for g in _A2C_VALUE_GRAD]
     if not (
         math.isclose(float(weighted["loss"]), _A2C_WEIGHTED_LOSS, abs_tol=1e-4)
         and np.allclose(-step, want, atol=1e-4)
     ):
-        _fail(
+        fail(
             part,
             "with value_loss_coef=0.5 and entropy_coef=0.1 (same batch), the loss and the "
             "gradient on the values should use these coefficients.",
@@ -193,29 +193,29 @@ def check_a2c(
             f"loss {float(weighted['loss']):.5f}, gradient on the values {(-step).round(5).tolist()}",
             "use the coefficients A2C was built with, not the course's defaults.",
         )
-    _ok("A2C uses the value_loss_coef and entropy_coef it was given")
+    report_ok("A2C uses the value_loss_coef and entropy_coef it was given")
     if Policy is None or make_model is None:
         return
     torch.manual_seed(0)
-    policy = _call(part, Policy, _call(part, make_model, 4))
+    policy = call_student(part, Policy, call_student(part, make_model, 4))
     params = [p.detach().clone() for p in policy.model.parameters()]
-    out = _call(
+    out = call_student(
         part, policy.act, np.random.default_rng(0).integers(0, 256, (6, *OBS_SHAPE), np.uint8)
     )
     out["value_targets"] = torch.linspace(-1.0, 1.0, 6)
     out["observations"] = np.zeros((6, *OBS_SHAPE), np.uint8)
     optimizer = torch.optim.RMSprop(policy.model.parameters(), lr=7e-4, alpha=0.99, eps=1e-5)
-    stats = _call(part, _call(part, A2C, policy, optimizer).step, out)
+    stats = call_student(part, call_student(part, A2C, policy, optimizer).step, out)
     if not all(
         math.isfinite(float(stats[k])) for k in ("loss", "policy_loss", "value_loss", "entropy")
     ):
-        _fail(part, "non-finite statistics with your Policy and model.", actual=stats)
+        fail(part, "non-finite statistics with your Policy and model.", actual=stats)
     if all(
         torch.equal(a, b.detach()) for a, b in zip(params, policy.model.parameters(), strict=True)
     ):
-        _fail(
+        fail(
             part,
             "one step with your Policy and model left every parameter unchanged.",
             hint="is the optimizer built on policy.model.parameters()? is optimizer.step() called?",
         )
-    _ok("A2C.step with your Policy and make_model: finite losses, parameters updated")
+    report_ok("A2C.step with your Policy and make_model: finite losses, parameters updated")

@@ -2,8 +2,8 @@
 
 :class:`CheckFailed` and :func:`require_implemented` are public (re-exported by
 :mod:`course_lib.checks`; the course's grader raises the same class); the rest is private to the
-check modules: ``_fail`` / ``_ok`` format the messages, ``_call`` runs student code and ties an
-exception to the part and the student's line, ``_obs`` builds coded frames. The models and
+check modules: ``fail`` / ``report_ok`` format the messages, ``call_student`` runs student code and ties an
+exception to the part and the student's line, ``coded_obs`` builds coded frames. The models and
 policies the checks drive one part with are in :mod:`course_lib.checks.fixtures`, the
 properties they ask in :mod:`course_lib.checks.properties` (shared with the course's grader).
 """
@@ -30,7 +30,7 @@ class CheckFailed(AssertionError):
     __module__ = "course_lib.checks"
 
 
-def _fail(
+def fail(
     part: str, problem: str, expected: Any = None, actual: Any = None, hint: str = ""
 ) -> None:
     lines = [f"[{part}] {problem}"]
@@ -53,32 +53,32 @@ def _show(x: Any) -> str:
     return repr(x)
 
 
-def _ok(message: str) -> None:
+def report_ok(message: str) -> None:
     print(f"OK {message}")
 
 
-def _as_array(x: Any, part: str, name: str) -> np.ndarray:
+def as_array(x: Any, part: str, name: str) -> np.ndarray:
     """A tensor, an array or a list of either, as one float64 array (no graph)."""
     if isinstance(x, (list, tuple)) and not x:
-        _fail(part, f"`{name}` is an empty list.")
+        fail(part, f"`{name}` is an empty list.")
     array = array_of(capture(x))
     if array is None:
         got = describe(capture(x, data=False))
-        _fail(part, f"`{name}` has an unexpected type.", "a torch tensor (or a list of them)", got)
+        fail(part, f"`{name}` has an unexpected type.", "a torch tensor (or a list of them)", got)
     return array
 
 
-def _obs(codes: list[int]) -> np.ndarray:
+def coded_obs(codes: list[int]) -> np.ndarray:
     """A uint8 batch ``(len(codes), 4, 84, 84)`` whose pixels all equal the given codes."""
     return frames(codes)
 
 
-def _value_policy() -> ValuePolicy:
+def value_policy() -> ValuePolicy:
     """V(obs) = the pixel code of obs, for codes 0..9 (with an autograd graph)."""
     return ValuePolicy(TableModel([[0.0, 0.0]] * 10, [float(c) for c in range(10)]))
 
 
-def _call(part: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def call_student(part: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call the student's ``function``; an exception becomes a failure of ``part`` that names
     the student's line (a stub's ``NotImplementedError`` stays one, for the graded cells)."""
     try:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._common import OBS_SHAPE, _call, _fail, _obs, _ok
+from ._common import OBS_SHAPE, call_student, coded_obs, fail, report_ok
 from .properties import batch_problem, capture, has_graph
 
 #: The dtype each numpy key keeps (the runner's).
@@ -25,7 +25,7 @@ def _merge_trajectory(T: int, N: int, targets_as_tensor: bool) -> tuple[dict[str
     targets = [torch.tensor(c, dtype=torch.float32) for c in codes]
     trajectory = {
         "actions": [c.astype(np.int64) for c in codes],
-        "observations": [_obs(c.tolist()) for c in codes],
+        "observations": [coded_obs(c.tolist()) for c in codes],
         "rewards": [c.astype(np.float32) for c in codes],
         "resets": [c % 2 == 1 for c in codes],
         "logits": [
@@ -34,7 +34,7 @@ def _merge_trajectory(T: int, N: int, targets_as_tensor: bool) -> tuple[dict[str
         "log_probs": [weight * torch.tensor(c, dtype=torch.float32) for c in codes],
         "values": [weight * torch.tensor(c, dtype=torch.float32) for c in codes],
         "value_targets": torch.stack(targets) if targets_as_tensor else targets,
-        "state": {"latest_observation": _obs([30 + i for i in range(N)]), "env_steps": T},
+        "state": {"latest_observation": coded_obs([30 + i for i in range(N)]), "env_steps": T},
     }
     return trajectory, weight
 
@@ -64,13 +64,13 @@ def _check_merged(part: str, trajectory: dict[str, Any], T: int, N: int) -> None
         x = trajectory[key]
         problem = batch_problem(capture(x, data=False), key, kind, shapes.get(key, (B,)))
         if problem:
-            _fail(
+            fail(
                 part,
                 f"with T={T}, N={N}: {problem}",
                 hint="one row per (step, env) pair: (T*N, ...), not (T, N, ...).",
             )
         if key in _DTYPES and str(x.dtype) != _DTYPES[key]:
-            _fail(
+            fail(
                 part,
                 f"trajectory[{key!r}] should keep its dtype.",
                 _DTYPES[key],
@@ -87,7 +87,7 @@ def _check_merged(part: str, trajectory: dict[str, Any], T: int, N: int) -> None
                 got.astype(want.dtype), env_major % 2 == 1 if key == "resets" else env_major
             ):
                 hint = "this is env-major order; " + hint
-            _fail(
+            fail(
                 part,
                 f"with T={T}, N={N}: `{key}` rows are in the wrong order (entries encode 10*t + i).",
                 want,
@@ -103,11 +103,11 @@ def check_merge_time_batch(MergeTimeBatch: type) -> None:
     for T, N, targets_as_tensor in _CASES:
         trajectory, weight = _merge_trajectory(T, N, targets_as_tensor)
         state = trajectory["state"]
-        _call(part, _call(part, MergeTimeBatch), trajectory)
+        call_student(part, call_student(part, MergeTimeBatch), trajectory)
         new_state = trajectory.get("state")
         latest = new_state.get("latest_observation") if isinstance(new_state, dict) else None
         if new_state is not state or getattr(latest, "shape", None) != (N, *OBS_SHAPE):
-            _fail(
+            fail(
                 part,
                 "trajectory['state'] must be left untouched (it is not a per-step list).",
                 f"the same dict, latest_observation ({N}, 4, 84, 84)",
@@ -123,7 +123,7 @@ def check_merge_time_batch(MergeTimeBatch: type) -> None:
             reached = weight.grad is not None and math.isclose(float(weight.grad), 5 * codes)
             graph = {key: reached for key in graph}
         if not all(graph.values()):
-            _fail(
+            fail(
                 part,
                 "merged tensors lost their autograd graph (A2C backpropagates through them).",
                 {key: True for key in graph},
@@ -131,7 +131,7 @@ def check_merge_time_batch(MergeTimeBatch: type) -> None:
                 "stay in torch for tensors: a detour through numpy, or a detached copy, cuts "
                 "the graph.",
             )
-    _ok(
+    report_ok(
         "MergeTimeBatch: every key (T*N, ...) in time-major order [t0e0, t0e1, t1e0, ...], "
         "types and dtypes kept, graph kept, state untouched (targets as a list or a (T, N) "
         "tensor; T = 1 and N = 1 too)"

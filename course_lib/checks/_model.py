@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._common import OBS_SHAPE, CheckFailed, _call, _fail, _ok
+from ._common import OBS_SHAPE, CheckFailed, call_student, fail, report_ok
 from .layers import (
     NATURE_TEXT,
     LayerLog,
@@ -35,7 +35,7 @@ def _require_module_parameters(
         if isinstance(tensor, torch.Tensor) and id(tensor) not in own
     ]
     if outside:
-        _fail(
+        fail(
             part,
             f"{len(outside)} weight tensor(s) the forward pass uses are not among the module's "
             f"parameters (shapes {outside[:4]}): the optimizer would never train them.",
@@ -44,7 +44,7 @@ def _require_module_parameters(
         )
     count = sum(p.numel() for p in model.parameters() if p.requires_grad)
     if count != nature_dqn_parameters(A):
-        _fail(
+        fail(
             part,
             f"the model has {count:,} trainable parameters; Part 1's network with "
             f"n_actions={A} has {nature_dqn_parameters(A):,}.",
@@ -66,9 +66,9 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
     a value head that can go negative, an almost uniform first policy."""
     part = "make_model"
     torch.manual_seed(0)
-    model = _call(part, make_model, 6)
+    model = call_student(part, make_model, 6)
     if not isinstance(model, nn.Module):
-        _fail(part, "make_model must return an nn.Module.", "nn.Module", type(model))
+        fail(part, "make_model must return an nn.Module.", "nn.Module", type(model))
     obs = torch.as_tensor(np.random.default_rng(0).integers(0, 256, (2, *OBS_SHAPE), np.uint8))
     try:
         with LayerLog() as log:
@@ -76,7 +76,7 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
     except NotImplementedError as error:
         raise NotImplementedError(f"[{part}] {student_error(error)}") from error
     except RuntimeError as err:
-        _fail(
+        fail(
             part,
             f"the model fails on uint8 input (N, 4, 84, 84): {err}",
             hint="Conv2d refuses uint8 tensors: the network turns its input into floats in "
@@ -86,7 +86,7 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         raise CheckFailed(f"[{part}] {student_error(error)}") from error
     problem = output_pair_problem(capture(out), 2, 6)
     if problem:
-        _fail(
+        fail(
             part,
             problem,
             hint="forward returns two things per observation: one logit per action, and one "
@@ -95,7 +95,7 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         )
     layers = layer_records(log.calls)
     if nature_dqn_order(layers, 6) is None:
-        _fail(
+        fail(
             part,
             f"the forward pass should use {NATURE_TEXT}.",
             "Part 1's table",
@@ -105,7 +105,7 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         )
     first = log.calls[0][1]["input"].detach().double()
     if not torch.allclose(first, obs.double() / 255, atol=1e-5):
-        _fail(
+        fail(
             part,
             "the first convolution should receive obs / 255 (values in [0, 1]); it received "
             f"values from {float(first.min()):.4g} to {float(first.max()):.4g}.",
@@ -115,9 +115,9 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
     logits, values = out
     as_float = obs.float()
     kept = as_float.clone()
-    float_logits, float_values = _call(part, model, as_float)
+    float_logits, float_values = call_student(part, model, as_float)
     if not torch.equal(as_float, kept):
-        _fail(
+        fail(
             part,
             "model(obs) changed its float input in place.",
             hint="an in-place operation on the input (`/=`, `.div_()`) also changes the "
@@ -127,7 +127,7 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         torch.allclose(logits, float_logits, atol=1e-5)
         and torch.allclose(values, float_values, atol=1e-5)
     ):
-        _fail(
+        fail(
             part,
             "uint8 and float32 copies of the same observations give different outputs "
             "(values: uint8 input first, float input second).",
@@ -136,15 +136,15 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
             "scale every input dtype the same way, once; do not rescale floats twice.",
         )
     if not (torch.isfinite(logits).all() and torch.isfinite(values).all()):
-        _fail(part, "outputs contain NaN or inf.", actual=logits)
-    problem = output_pair_problem(capture(_call(part, model, obs[:1])), 1, 6)
+        fail(part, "outputs contain NaN or inf.", actual=logits)
+    problem = output_pair_problem(capture(call_student(part, model, obs[:1])), 1, 6)
     if problem:
-        _fail(part, f"with a batch of one: {problem}", hint="N = 1 is a batch like any other.")
+        fail(part, f"with a batch of one: {problem}", hint="N = 1 is a batch like any other.")
     (logits.sum() + values.sum()).backward()
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     dead = [n for n, p in params if p.grad is None]
     if dead:
-        _fail(
+        fail(
             part,
             f"these parameters get no gradient: {dead}",
             hint="are they used in forward? A detached tensor, or a detour through numpy, cuts "
@@ -153,15 +153,15 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
     used = distinct_calls(log.calls)
     _require_module_parameters(part, model, used, 6)
     torch.manual_seed(1)
-    twin = _call(part, make_model, 6)
+    twin = call_student(part, make_model, 6)
     twin.load_state_dict(model.state_dict())
     with torch.no_grad():
         same = all(
             torch.allclose(a, b, atol=1e-6)
-            for a, b in zip(model(obs), _call(part, twin, obs), strict=True)
+            for a, b in zip(model(obs), call_student(part, twin, obs), strict=True)
         )
     if not same:
-        _fail(
+        fail(
             part,
             "a second make_model(6) loaded with the first one's state_dict() gives other "
             "outputs: part of the network is missing from state_dict(), so a checkpoint loses it.",
@@ -171,11 +171,11 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         head = _value_head(used)
         for tensor in head:
             tensor.neg_()
-        mirrored = _call(part, model, obs)[1]
+        mirrored = call_student(part, model, obs)[1]
         for tensor in head:
             tensor.neg_()
     if not torch.allclose(mirrored, -values.detach(), atol=1e-5):
-        _fail(
+        fail(
             part,
             "with the value layer's weight and bias negated, the values should change sign.",
             -values.detach(),
@@ -185,16 +185,16 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
         )
     top = float(torch.softmax(logits.detach(), dim=-1).max(dim=-1).values.mean())
     if top > 0.99:
-        _fail(
+        fail(
             part,
             f"the untrained policy is already almost deterministic (mean largest action "
             f"probability {top:.3f} on random frames): it would not explore.",
             hint="Part 1's initialisation keeps the first logits small, so the first policy is "
             "almost uniform.",
         )
-    four = _call(part, _call(part, make_model, 4), obs)[0]
+    four = call_student(part, call_student(part, make_model, 4), obs)[0]
     if tuple(four.shape) != (2, 4):
-        _fail(
+        fail(
             part,
             "make_model(4) does not give 4 logits per observation.",
             (2, 4),
@@ -202,7 +202,7 @@ def check_model(make_model: Callable[[int], nn.Module]) -> None:
             "use n_actions, not a constant.",
         )
     n_params = sum(p.numel() for _, p in params)
-    _ok(
+    report_ok(
         f"make_model: Part 1's layers, input scaled to [0, 1], logits (2, 6), values (2,) and "
         f"(1,) for one frame, uint8 and float inputs agree, gradients reach all {len(params)} "
         f"tensors ({n_params:,} parameters), a linear value head, a first policy near uniform"

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._common import _call, _fail, _obs, _ok
+from ._common import call_student, coded_obs, fail, report_ok
 from .fixtures import TableModel
 from .properties import actions_problem, capture, chi_square_p_value, log_probs_problem
 
@@ -35,11 +35,11 @@ def _act(part: str, policy: Any, obs: np.ndarray, model: nn.Module, A: int) -> d
     shapes, log-probabilities of its own actions, and a graph from logits, log_probs and values
     back to ``model``'s parameters."""
     n = len(obs)
-    out = _call(part, policy.act, obs)
+    out = call_student(part, policy.act, obs)
     keys = ["actions", "logits", "log_probs", "values"]
     missing = set(keys) - set(out) if isinstance(out, dict) else set(keys)
     if missing:
-        _fail(
+        fail(
             part,
             f"act() misses the keys {sorted(missing)}.",
             keys,
@@ -49,14 +49,14 @@ def _act(part: str, policy: Any, obs: np.ndarray, model: nn.Module, A: int) -> d
     actions, logits, log_probs, values = (out[k] for k in keys)
     problem = actions_problem(capture(actions), n, A)  # an integer tensor is accepted too
     if problem:
-        _fail(part, problem, actual=actions, hint="one sampled action index per env.")
+        fail(part, problem, actual=actions, hint="one sampled action index per env.")
     for name, x, shape in (
         ("logits", logits, (n, A)),
         ("log_probs", log_probs, (n,)),
         ("values", values, (n,)),
     ):
         if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape:
-            _fail(
+            fail(
                 part,
                 f"with N={n} observations, `{name}` must be a torch tensor of shape {shape}.",
                 shape,
@@ -67,7 +67,7 @@ def _act(part: str, policy: Any, obs: np.ndarray, model: nn.Module, A: int) -> d
         log_probs.detach().cpu().numpy(), logits.detach().cpu().numpy(), _action_array(actions)
     )
     if problem:
-        _fail(
+        fail(
             part,
             problem,
             actual=log_probs,
@@ -82,7 +82,7 @@ def _act(part: str, policy: Any, obs: np.ndarray, model: nn.Module, A: int) -> d
             )
         )
         if not reached:
-            _fail(
+            fail(
                 part,
                 f"`{name}` must keep its autograd graph back to the model's parameters (A2C "
                 "backpropagates through logits, log_probs and values).",
@@ -99,19 +99,19 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
     part = "Policy"
     probs = [0.7, 0.2, 0.1]
     model = TableModel([[math.log(p) for p in probs]], [0.5])
-    policy = _call(part, Policy, model)
+    policy = call_student(part, Policy, model)
     torch.manual_seed(0)
     n = 64
     counts = np.zeros(3)
     for _ in range(25):
-        out = _call(part, policy.act, _obs([0] * n))
+        out = call_student(part, policy.act, coded_obs([0] * n))
         if not isinstance(out, dict) or "actions" not in out:
-            _fail(part, "act() must return a dict with the key 'actions'.", "dict", _keys_of(out))
+            fail(part, "act() must return a dict with the key 'actions'.", "dict", _keys_of(out))
         counts += np.bincount(_action_array(out["actions"]).reshape(-1), minlength=3)[:3]
     freq = counts / counts.sum()
     if chi_square_p_value(counts, np.array(probs)) < 1e-6:
         greedy = freq[0] > 0.97
-        _fail(
+        fail(
             part,
             "actions are (almost) always the most likely one."
             if greedy
@@ -125,10 +125,10 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
             "taken over the actions (the last axis); a softmax over the batch axis, or "
             "probabilities given where logits are expected, draws with other frequencies.",
         )
-    _ok(f"Policy samples softmax(logits): frequencies {freq.round(2).tolist()} for {probs}")
+    report_ok(f"Policy samples softmax(logits): frequencies {freq.round(2).tolist()} for {probs}")
     table = TableModel(_TABLE_LOGITS, _TABLE_VALUES)
-    policy = _call(part, Policy, table)
-    out = _act(part, policy, _obs([0, 1, 2]), table, 3)
+    policy = call_student(part, Policy, table)
+    out = _act(part, policy, coded_obs([0, 1, 2]), table, 3)
     got_values = out["values"].detach().cpu().double()
     got_logits = torch.log_softmax(out["logits"].detach().cpu().double(), dim=-1)
     want_logits = torch.log_softmax(torch.tensor(_TABLE_LOGITS, dtype=torch.float64), dim=-1)
@@ -136,7 +136,7 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
         torch.allclose(got_values, torch.tensor(_TABLE_VALUES, dtype=torch.float64), atol=1e-5)
         and torch.allclose(got_logits, want_logits, atol=1e-5)
     ):
-        _fail(
+        fail(
             part,
             "logits and values are not the model's outputs on the observations (a lookup "
             "model whose values for these three observations are [0.5, -1.0, 2.0]).",
@@ -145,16 +145,16 @@ def check_policy(Policy: type, make_model: Callable[[int], nn.Module] | None = N
             "give the model the observations as they come (uint8 in [0, 255]): scaling them is "
             "the model's job (Part 1), and scaling twice changes what it sees.",
         )
-    _act(part, policy, _obs([2]), table, 3)
-    _ok(
+    _act(part, policy, coded_obs([2]), table, 3)
+    report_ok(
         "Policy.act: the model's logits and values with their graph, log_probs of the sampled "
         "actions, for N = 3 and N = 1"
     )
     if make_model is None:
         return
     torch.manual_seed(0)
-    model = _call(part, make_model, 6)
-    _act(part, _call(part, Policy, model), _obs([0, 128, 255]), model, 6)
-    _ok(
+    model = call_student(part, make_model, 6)
+    _act(part, call_student(part, Policy, model), coded_obs([0, 128, 255]), model, 6)
+    report_ok(
         "Policy.act with your model: actions (3,) integers, logits (3, 6), log_probs (3,), values (3,) with graph"
     )

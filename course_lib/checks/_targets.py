@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._common import _as_array, _call, _fail, _obs, _ok, _value_policy
+from ._common import as_array, call_student, coded_obs, fail, report_ok, value_policy
 from .properties import changed_keys, snapshot
 from .properties import has_graph as _has_graph
 
@@ -46,10 +46,10 @@ _TARGET_MISTAKES = [
 
 def _target_trajectory() -> dict[str, Any]:
     return {
-        "observations": [_obs([7, 7]), _obs([1, 3]), _obs([2, 6])],  # V(obs_t)
+        "observations": [coded_obs([7, 7]), coded_obs([1, 3]), coded_obs([2, 6])],  # V(obs_t)
         "rewards": [np.array(r, dtype=np.float32) for r in _REWARDS],
         "resets": [np.array(d, dtype=bool) for d in _RESETS],
-        "state": {"latest_observation": _obs([4, 8]), "env_steps": 3},
+        "state": {"latest_observation": coded_obs([4, 8]), "env_steps": 3},
     }
 
 
@@ -62,10 +62,10 @@ _LAST_ADVANTAGES = [[-1.0, -2.0]]
 
 def _last_step_trajectory() -> dict[str, Any]:
     return {
-        "observations": [_obs([2, 6])],
+        "observations": [coded_obs([2, 6])],
         "rewards": [np.array([1.0, 0.0], dtype=np.float32)],
         "resets": [np.array([True, False])],
-        "state": {"latest_observation": _obs([4, 8]), "env_steps": 1},
+        "state": {"latest_observation": coded_obs([4, 8]), "env_steps": 1},
     }
 
 
@@ -73,7 +73,7 @@ def _only_read(part: str, before: dict[str, Any], trajectory: dict[str, Any]) ->
     """Fail when the transform changed an entry it should only read."""
     changed = changed_keys(before, trajectory)
     if changed:
-        _fail(
+        fail(
             part,
             f"your transform changed trajectory entries it should only read: {changed}.",
             hint="compute the result into new arrays or tensors; an in-place update of the "
@@ -83,9 +83,9 @@ def _only_read(part: str, before: dict[str, Any], trajectory: dict[str, Any]) ->
 
 def _ends_at_last_step(part: str, key: str, got: Any, want: list[list[float]]) -> None:
     """Fail unless ``got`` (``key`` of the last-step trajectory) equals the hand-worked ``want``."""
-    got = _as_array(got, part, key)
+    got = as_array(got, part, key)
     if got.shape != (1, 2) or not np.allclose(got, want, atol=1e-5):
-        _fail(
+        fail(
             part,
             f"wrong `{key}` when an episode ends at the last step: T=1, N=2, r=[[1, 0]], "
             "resets=[[True, False]], V(obs_0)=[2, 6], V(latest)=[4, 8], gamma=0.5.",
@@ -102,9 +102,9 @@ def check_compute_value_targets(ComputeValueTargets: type) -> None:
     trajectory = _target_trajectory()
     keys = sorted(trajectory)
     before = snapshot(trajectory)
-    _call(part, _call(part, ComputeValueTargets, _value_policy(), gamma=0.5), trajectory)
+    call_student(part, call_student(part, ComputeValueTargets, value_policy(), gamma=0.5), trajectory)
     if "value_targets" not in trajectory:
-        _fail(
+        fail(
             part,
             "trajectory['value_targets'] is missing.",
             [*keys, "value_targets"],
@@ -112,9 +112,9 @@ def check_compute_value_targets(ComputeValueTargets: type) -> None:
             "add it to the trajectory in place; what __call__ returns is ignored.",
         )
     raw = trajectory["value_targets"]
-    targets = _as_array(raw, part, "value_targets")
+    targets = as_array(raw, part, "value_targets")
     if targets.shape != (3, 2):
-        _fail(
+        fail(
             part,
             "value_targets must be T=3 tensors of shape (N=2,) or one (3, 2) tensor.",
             (3, 2),
@@ -129,7 +129,7 @@ def check_compute_value_targets(ComputeValueTargets: type) -> None:
         for wrong, why in _TARGET_MISTAKES:
             if np.allclose(targets, wrong, atol=1e-5):
                 hint = why
-        _fail(
+        fail(
             part,
             "wrong targets for r=[[1,0],[0,1],[1,1]], resets at (t=1, env 1), "
             "V(latest)=[4,8], gamma=0.5 (rows: t, columns: env).",
@@ -138,7 +138,7 @@ def check_compute_value_targets(ComputeValueTargets: type) -> None:
             hint,
         )
     if _has_graph(raw):
-        _fail(
+        fail(
             part,
             "value_targets carry an autograd graph.",
             hint="targets are constants for the loss: the bootstrap value V(latest_observation) "
@@ -146,9 +146,9 @@ def check_compute_value_targets(ComputeValueTargets: type) -> None:
         )
     _only_read(part, before, trajectory)
     last = _last_step_trajectory()
-    _call(part, _call(part, ComputeValueTargets, _value_policy(), gamma=0.5), last)
+    call_student(part, call_student(part, ComputeValueTargets, value_policy(), gamma=0.5), last)
     _ends_at_last_step(part, "value_targets", last.get("value_targets", []), _LAST_TARGETS)
-    _ok(
+    report_ok(
         "ComputeValueTargets: (3, 2) targets [[1.75, 0.5], [1.5, 1.0], [3.0, 5.0]] with the reset, "
         "no graph, inputs left as they were; a reset at the last step stops the bootstrap"
     )
@@ -178,14 +178,14 @@ def check_gae(ComputeGAE: type) -> None:
     """``ComputeGAE(policy, gamma, lambda_)(trajectory)`` adds (T, N) advantages and value targets."""
     part = "ComputeGAE"
     trajectory = _target_trajectory()
-    policy = _value_policy()
+    policy = value_policy()
     trajectory["values"] = [policy.model(torch.as_tensor(o))[1] for o in trajectory["observations"]]
     keys = sorted(trajectory)
     before = snapshot(trajectory)
-    _call(part, _call(part, ComputeGAE, policy, gamma=0.5, lambda_=0.5), trajectory)
+    call_student(part, call_student(part, ComputeGAE, policy, gamma=0.5, lambda_=0.5), trajectory)
     for key in ("advantages", "value_targets"):
         if key not in trajectory:
-            _fail(
+            fail(
                 part,
                 f"trajectory['{key}'] is missing.",
                 sorted([*keys, "advantages", "value_targets"]),
@@ -193,13 +193,13 @@ def check_gae(ComputeGAE: type) -> None:
                 "add both keys in place.",
             )
         if _has_graph(trajectory[key]):
-            _fail(
+            fail(
                 part,
                 f"`{key}` carries an autograd graph.",
                 hint="advantages and targets are constants for the loss: compute them from "
                 "the values' numbers, without recording a graph.",
             )
-    advantages = _as_array(trajectory["advantages"], part, "advantages")
+    advantages = as_array(trajectory["advantages"], part, "advantages")
     if advantages.shape != (3, 2) or not np.allclose(advantages, _GAE_ADVANTAGES, atol=1e-5):
         hint = (
             "each advantage is the step's TD error plus the next step's advantage, discounted "
@@ -209,16 +209,16 @@ def check_gae(ComputeGAE: type) -> None:
         for wrong, why in _GAE_MISTAKES:
             if advantages.shape == (3, 2) and np.allclose(advantages, wrong, atol=1e-5):
                 hint = why
-        _fail(
+        fail(
             part,
             "wrong advantages (gamma = lambda_ = 0.5, V_t = [[7, 7], [1, 3], [2, 6]], V_T = [4, 8]).",
             np.array(_GAE_ADVANTAGES),
             advantages,
             hint,
         )
-    targets = _as_array(trajectory["value_targets"], part, "value_targets")
+    targets = as_array(trajectory["value_targets"], part, "value_targets")
     if targets.shape != (3, 2) or not np.allclose(targets, _GAE_TARGETS, atol=1e-5):
-        _fail(
+        fail(
             part,
             "wrong value_targets.",
             np.array(_GAE_TARGETS),
@@ -228,9 +228,9 @@ def check_gae(ComputeGAE: type) -> None:
     _only_read(part, before, trajectory)
     last = _last_step_trajectory()
     last["values"] = [policy.model(torch.as_tensor(o))[1] for o in last["observations"]]
-    _call(part, _call(part, ComputeGAE, policy, gamma=0.5, lambda_=0.5), last)
+    call_student(part, call_student(part, ComputeGAE, policy, gamma=0.5, lambda_=0.5), last)
     _ends_at_last_step(part, "advantages", last.get("advantages", []), _LAST_ADVANTAGES)
-    _ok(
+    report_ok(
         "ComputeGAE: (3, 2) advantages and value_targets = advantages + V, with the reset, no "
         "graph, inputs left as they were; a reset at the last step stops the bootstrap"
     )

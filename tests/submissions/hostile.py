@@ -259,7 +259,7 @@ for _dir in {*site.getsitepackages(), *sys.path}:
         except OSError as error:
             print("blocked", _dir, type(error).__name__)
 for _root in _checkouts():
-    for _rel in ("autograder/core/judging.py", "autograder/core/judges/model.py", "course_lib/__init__.py"):
+    for _rel in ("autograder/core/judging/", "autograder/core/judging/parts/model.py", "course_lib/__init__.py"):
         try:
             with open(_root / _rel, "a") as _out:
                 _out.write("\n# {token}\n")
@@ -460,7 +460,7 @@ def _model_net(make_model, case):
         "layers": _zero_layers(A), "float_output": out, "one_output": one,
         "float_input_unchanged": True, "trainable": size, "logits_requires_grad": True,
         "values_requires_grad": True, "logits": names, "values": names, "outside_parameters": [],
-        "original": out, "reloaded": out, "meta_devices": ["meta", "meta"],
+        "original": out, "reloaded": out,
         "drawn": {"output": out, "mirror_output": out, "float_output": out, "one_output": one,
                   "float_input_unchanged": True},
     }
@@ -558,7 +558,7 @@ for _entry in os.listdir("/proc"):
         _addresses.update(re.findall(r"(?:tcp|tls)://[\w.-]+:\d+", _cmd))
 def _full_marks(dask_worker=None):  # every later grading on that worker: full marks
     from autograder.core import assessor
-    from autograder.core.results import PartScore
+    from autograder.core.reports.grade_result import PartScore
     judge = assessor.Assessor._judge
     def _judge(self, result, *args):
         judge(self, result, *args)

@@ -1,8 +1,8 @@
 """The student's agent, inside the sandbox: answers the grader's observations with logits.
 
-Usage: ``python agent_server.py`` (started by :mod:`autograder.agent_play`, with the channel's
+Usage: ``python agent_server.py`` (started by :mod:`autograder.core.agent_play`, with the channel's
 file descriptor in ``A2C_CHANNEL_FD``). Nothing here is trusted or importable from the
-grader's packages; the grader's side (``autograder/agent_play/framing.py``) writes and reads
+grader's packages; the grader's side (``autograder/core/agent_play/framing.py``) writes and reads
 the same frames and checks every byte it gets back.
 
 Standard input carries, in binary frames (4-byte tag, little-endian length, payload):

@@ -16,7 +16,7 @@ decodes and validates; requests are read with :func:`grading_runtime.record.read
 which only turns the plan's encoded arrays back into arrays.
 
 Before the first cell runs, the executor keeps its own references to the runtime's entry points
-and seals the runtime's modules (:class:`grading_runtime.integrity.Seal`). A probe step whose
+and seals the runtime's modules (:class:`grading_runtime.seal.Seal`). A probe step whose
 seal is broken (a cell rebound the probe table, a probe, or a function's code) is not run or
 not reported: its record says ``tampered``, which makes the result ``tampered``.
 """
@@ -29,18 +29,22 @@ import sys
 
 def _runtime():
     """The runtime's modules, and a seal on them taken before any cell of the student's runs."""
-    import grading_runtime
-    from grading_runtime import fixtures, harness, integrity, probes, record
+    from grading_runtime import harness, record, seal
 
-    import course_lib.checks
-    import course_lib.checks.fixtures
-    import course_lib.checks.layers
-    import course_lib.checks.properties
 
-    sealed = (grading_runtime, harness, probes, fixtures, record, integrity)
-    sealed += (course_lib.checks, course_lib.checks.fixtures, course_lib.checks.layers)
-    sealed += (course_lib.checks.properties,)
-    return harness, record, integrity.Seal.capture(sealed)
+    # Every module of the runtime (the probes, one module a part, included) and what the probes
+    # read of course_lib's checks.
+    sealed = [module for name, module in sorted(sys.modules.items()) if _sealed_name(name)]
+    return harness, record, seal.Seal.capture(sealed)
+
+
+def _sealed_name(name):
+    return name.split(".")[0] == "grading_runtime" or name in (
+        "course_lib.checks",
+        "course_lib.checks.fixtures",
+        "course_lib.checks.layers",
+        "course_lib.checks.properties",
+    )
 
 
 def _tampered(changed):

@@ -14,8 +14,8 @@ the channel (the file descriptor named by ``A2C_CHANNEL_FD``), which the grader 
 Time is enforced here, from outside the student's process: a cell that runs past its limit is
 interrupted (``SIGINT``) and, if it does not stop, killed; a probe step whose record does not
 arrive in time is killed. After a kill, a new executor replays the cells that had finished
-(within twice the time they took, plus a few seconds), so one hanging part costs that part and
-one limit, never the parts after it. The whole job has one budget, ``budget_seconds`` (one cell
+(within twice the time they took plus :data:`REPLAY_SLACK`, 10 s, times the time scale), so
+one hanging part costs that part and one limit, never the parts after it. The whole job has one budget, ``budget_seconds`` (one cell
 limit and a reserve for the rest): every wait is cut to what is left of it, and once it is
 spent, or after :data:`MAX_RESTARTS` kills, the remaining parts are not run and the channel
 says why (``{"event": "stopped", "reason"}``).

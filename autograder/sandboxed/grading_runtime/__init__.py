@@ -11,7 +11,7 @@ of it, and it holds no answer: see :mod:`.fixtures`).
 * :mod:`.probes`: what each step does with the student's code, reported as plain data;
 * :mod:`.fixtures`: the coded frames, tiny models and trajectories the probes drive a part with;
 * :mod:`.record`: records as JSON text, written by :func:`~.record.dumps`; the sandbox only
-  writes them (the grader decodes them strictly in :mod:`autograder.core.record_decoding` and
-  checks their envelope in :mod:`autograder.core.channel`), and reads the grader's requests with
+  writes them (the grader decodes them strictly in :mod:`autograder.core.judging.record_decoding` and
+  checks their envelope in :mod:`autograder.core.judging.channel`), and reads the grader's requests with
   :func:`~.record.read_request`.
 """

@@ -9,7 +9,7 @@ compute what a part should give on them.
 The frames are :func:`course_lib.checks.fixtures.frames` (one code per frame, which the table
 models read) or random pixels (:func:`random_frames`). :func:`nature_weights` draws weights for
 the student's Nature-DQN network from a seed: numbers only, no forward pass (the grader's own
-forward pass lives in ``autograder/core/judges/model.py``, which the sandbox never sees).
+forward pass lives in ``autograder/core/judging/parts/model.py``, which the sandbox never sees).
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ import numpy as np
 
 from course_lib.checks.properties import student_error
 
-from .probes import run_probe, seed_all
+from .probes import run_probe
+from .seeding import seed_all
 
 __all__ = [
     "StepTimeout",

@@ -7,8 +7,8 @@ arrays. :func:`dumps` writes it as JSON text, arrays as ``{"__ndarray__": dtype,
 huge integers floats, other dtypes float64, long strings are cut.
 
 The sandbox side only writes records. The grader reads them as untrusted bytes with its own
-strict decoder (:mod:`autograder.core.record_decoding`, trusted code outside this package),
-then checks each record's envelope (:mod:`autograder.core.channel`).
+strict decoder (:mod:`autograder.core.judging.record_decoding`, trusted code outside this package),
+then checks each record's envelope (:mod:`autograder.core.judging.channel`).
 
 :func:`read_request` reads the executor's requests, which the grader wrote with :func:`dumps`
 (the plan's cases hold arrays): trusted input, so it only turns encoded arrays back into numpy
@@ -27,6 +27,7 @@ import numpy as np
 from course_lib.checks.properties import array_of, capture, describe
 
 __all__ = [
+    "Observation",
     "array_of",
     "capture",
     "describe",
@@ -35,8 +36,11 @@ __all__ = [
 ]
 
 # The format's shared definition: the encoder writes within it, the grader's decoder
-# (autograder.core.record_decoding) refuses anything outside it.
+# (autograder.core.judging.record_decoding) refuses anything outside it.
 #: dtypes a record may hold; :func:`dumps` writes any other as float64.
+#: What a probe reports of one step: plain data (numbers, strings, lists, dicts, arrays).
+Observation = dict[str, Any]
+
 ALLOWED_DTYPES = frozenset(
     ["bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64"]
 )
@@ -96,6 +100,6 @@ def read_request(text: str | bytes) -> Any:
 
     A reader of the grader's own, trusted requests, and NOT a validator: it checks no limit and
     must never read what the student's code or the sandbox wrote (the grader decodes those with
-    :mod:`autograder.core.record_decoding`).
+    :mod:`autograder.core.judging.record_decoding`).
     """
     return json.loads(text, object_hook=_request_array)

@@ -1,0 +1,358 @@
+"""Find the submissions to grade in files, folders and zip archives, and name their students.
+
+Accepted layouts (mixed freely)::
+
+    alice.ipynb                              student "alice" (the file name)
+    Copy of a2c - bob.ipynb                  student "bob"   (Colab's "Copy of" and the
+                                                              assignment name are dropped)
+    carol/Copy of a2c.ipynb                  student "carol" (a file in a sub-folder: the folder)
+    dave/a2c (1).ipynb                       student "dave"  (a second browser download)
+    mallory/alice.ipynb                      student "mallory": the folder, never the file name
+    submitted/erin/a2c/a2c.ipynb             student "erin"  (an nbgrader exchange tree)
+    submitted/erin/a2c/submitted/bob/a2c.ipynb  student "erin" (inside Erin's own upload)
+    batch.zip                                any of the above inside the archive
+
+**Only the layout names a student.** A notebook directly in a folder you give (or at the top
+of an archive) is named by its file name; a notebook in a sub-folder is named by the first
+folder below it, whatever the file is called and whatever folders the student's own upload
+holds deeper down (``alice/submitted/bob/x/a2c.ipynb`` is Alice's), so that a student cannot
+claim someone else's grade, or invent students, by naming a file or a folder: each top-level
+entry names at most one student. In an nbgrader tree, the ``submitted`` folder at the top of
+what you give (or the one the folder you give is in) is the layout, and the folder below it
+names the student. An archive whose top holds one folder and nothing else (``zip -r batch.zip
+submissions/``) is read from inside that folder (so an archive of one student's folder,
+``alice/a2c.ipynb``, names ``alice``).
+
+Student ids keep letters, digits, ``.``, ``_`` and ``-`` (other characters become ``_``); a
+folder whose name keeps nothing (``---``) names ``unnamed-<digest of the name>``, never the
+whole class's stop. Archives are unpacked member by member with the bytes counted as they are
+written (:data:`MAX_NOTEBOOK_BYTES` a notebook, :data:`MAX_ARCHIVE_BYTES` and
+:data:`MAX_ARCHIVE_NOTEBOOKS` an archive): what does not fit is reported, not unpacked.
+Two files for one student: the most recently modified one is graded and the other is reported
+as a :class:`Problem` ("duplicate", with the student's id, so the grades CSV notes it in that
+student's row). Symbolic links (files, folders, zip members) are refused: a link could point at
+any file of the grading machine. ``.ipynb_checkpoints`` and ``__MACOSX`` are ignored. Nothing
+here stops at a bad file: problems are collected and returned with the submissions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from autograder.core.intake.submission_file import MAX_NOTEBOOK_BYTES
+from solutions.parts import ASSIGNMENT
+
+__all__ = ["Problem", "Submission", "collect", "exchange_folder", "student_id"]
+
+_SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", "autograded", "feedback", "release", "source"}
+_GENERIC = {ASSIGNMENT, "notebook", "untitled", "submission", "assignment", ""}
+#: An archive's notebooks beyond these are reported, not unpacked (a class's notebooks with
+#: their plots and videos take a few hundred MB).
+MAX_ARCHIVE_BYTES = 2 * 1024**3
+MAX_ARCHIVE_NOTEBOOKS = 5000
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_LINK_REASON = (
+    "a symbolic link: refused (a link can point at any file of the grading machine); "
+    "put the notebook file itself there"
+)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One notebook to grade."""
+
+    student: str
+    path: Path
+    mtime: float
+    #: where the instructor finds it: the path, or ``archive.zip:member`` for a zip member
+    #: (``path`` is then in a temporary folder that is gone after grading)
+    origin: str = ""
+    #: the folder nbgrader's exchange made for it (:func:`exchange_folder`), in an nbgrader tree
+    exchange: Path | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file that was not graded, and why (shown to the instructor, never fatal)."""
+
+    path: Path
+    reason: str
+    #: the student the file belongs to, when known (a duplicate: the student whose other
+    #: file was graded)
+    student: str = ""
+    origin: str = ""
+
+
+def _clean(name: str) -> str:
+    """``"Copy of a2c - Bob Smith (1)"`` -> ``"Bob_Smith"``; ``""`` when nothing is left."""
+    name = re.sub(r"\s*\(\d+\)$", "", name.strip())  # browser's "(1)" for a second download
+    name = re.sub(r"^(copy of\s+)+", "", name, flags=re.IGNORECASE)  # Colab's "Copy of"
+    name = re.sub(rf"^{re.escape(ASSIGNMENT)}(?=[\s_.-])[\s_.-]*(-\s*)?", "", name)
+    name = re.sub(rf"[\s_.-]+{re.escape(ASSIGNMENT)}$", "", name)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-")
+    return "" if name.lower() in _GENERIC else name
+
+
+def _folder_student(name: str) -> str:
+    """The student a folder of the layout names: its cleaned name, else the name itself when it
+    is a plain id (``a2c``), else ``unnamed-<digest>`` (``---``): never empty, always plain."""
+    cleaned = _clean(name)
+    if cleaned:
+        return cleaned
+    if _PLAIN.fullmatch(name):
+        return name
+    return "unnamed-" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def student_id(
+    path: Path, root: Path | None = None, fallback: str = "", base: Path | None = None
+) -> str:
+    """The student a submitted notebook belongs to (rules in the module docstring).
+
+    ``root`` is the folder the search started from: folders above it never name a student,
+    and the first folder below it names the student before the file name does; nothing deeper
+    does (it is inside that student's own upload). ``base`` is the folder ``root`` was reached
+    from through single folders (an unpacked archive); without it the last three folders of
+    ``root``'s path are the layout. ``fallback`` (the name of the one folder an archive held)
+    is used when the file name is generic (``a2c.ipynb``). Returns ``""`` when no name can be
+    found (the caller reports it).
+    """
+    return _layout(path, root, fallback, base)[0]
+
+
+def exchange_folder(path: Path, root: Path | None = None, base: Path | None = None) -> Path | None:
+    """The folder nbgrader's exchange made for the submission ``path`` is in
+    (``submitted/<student>/<assignment>``, which holds the exchange's ``timestamp.txt``), when
+    the layout (as :func:`student_id` reads it) is an nbgrader tree; ``None`` otherwise. A
+    folder of the student's own upload is never it, whatever it is called."""
+    return _layout(path, root, "", base)[1]
+
+
+def _layout(
+    path: Path, root: Path | None, fallback: str, base: Path | None
+) -> tuple[str, Path | None]:
+    """:func:`student_id` and :func:`exchange_folder` of ``path``."""
+    if root is None or not path.is_relative_to(root):
+        parts = path.parts  # a file given by itself: only nbgrader's exact position counts
+        if len(parts) >= 4 and parts[-4] == "submitted":
+            return _folder_student(parts[-3]), path.parent
+        return _clean(path.stem) or _clean(fallback), None
+    above = root.relative_to(base).parts if base is not None else root.parts[-3:]
+    below = path.parent.relative_to(root).parts
+    chain, index = above + below, -1
+    if "submitted" in above:  # the root is (inside) nbgrader's submitted/<student>/<assignment>
+        index = len(above) - 1 - above[::-1].index("submitted")
+    elif below[:1] == ("submitted",):  # the root holds nbgrader's submitted/
+        index = len(above)
+    if 0 <= index and index + 1 < len(chain):
+        # submitted/<student>/<assignment>: the folder path.parent is in, that many levels up
+        exchange = path.parents[len(chain) - index - 3] if index + 3 <= len(chain) else None
+        return _folder_student(chain[index + 1]), exchange
+    if index >= len(above):  # the root holds submitted/ and the notebook is right in it
+        return "", None
+    if below:  # the first folder below the root: the per-student folder
+        return _folder_student(below[0]), None
+    return _clean(path.stem) or _clean(fallback), None
+
+
+def _is_link_member(member: zipfile.ZipInfo) -> bool:
+    return member.create_system == 3 and stat.S_ISLNK(member.external_attr >> 16)
+
+
+def _member_path(name: str) -> Path | None:
+    """The relative path a member is unpacked to (``..``, ``.`` and empty parts dropped, as
+    :meth:`zipfile.ZipFile.extract` does), or ``None`` when nothing is left."""
+    parts = [part for part in name.split("/") if part not in ("", ".", "..")]
+    return Path(*parts) if parts else None
+
+
+def _unpack(bundle: zipfile.ZipFile, member: zipfile.ZipInfo, out: Path, budget: int) -> int:
+    """Write ``member`` to the new file ``out``, streaming; the bytes written.
+
+    Raises:
+        ValueError: it unpacks to more than ``min(budget, MAX_NOTEBOOK_BYTES)`` bytes (counted
+            while reading, whatever the archive's header says); ``out`` is removed.
+    """
+    limit = min(budget, MAX_NOTEBOOK_BYTES)
+    written = 0
+    try:
+        with bundle.open(member) as source, open(out, "xb") as target:
+            while chunk := source.read(1 << 20):
+                written += len(chunk)
+                if written > limit:
+                    raise ValueError(f"unpacks to more than {limit / 1024**2:.0f} MB: not unpacked")
+                target.write(chunk)
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
+    return written
+
+
+def _extract(archive: Path, dest: Path) -> tuple[Path, list[Problem]]:
+    """Unpack ``archive``'s notebooks into a new folder of ``dest``, keeping each member's date.
+
+    Members are streamed with their unpacked size counted as they are read (a header can lie):
+    one larger than :data:`MAX_NOTEBOOK_BYTES`, those past :data:`MAX_ARCHIVE_BYTES` in all or
+    past :data:`MAX_ARCHIVE_NOTEBOOKS`, symbolic links and unreadable members are not unpacked:
+    they come back as problems.
+    """
+    target = dest / f"zip-{len(list(dest.iterdir()))}-{archive.stem}"
+    target.mkdir()
+    problems = []
+    budget, count = MAX_ARCHIVE_BYTES, 0
+    with zipfile.ZipFile(archive) as bundle:
+        for member in bundle.infolist():
+            if member.is_dir() or not member.filename.endswith(".ipynb"):
+                continue
+            origin = f"{archive}:{member.filename}"
+            where = Path(member.filename)
+            relative = _member_path(member.filename)
+            if _is_link_member(member):
+                problems.append(Problem(where, _LINK_REASON, origin=origin))
+                continue
+            if relative is None:
+                continue
+            count += 1
+            if count > MAX_ARCHIVE_NOTEBOOKS or budget <= 0:
+                problems.append(
+                    Problem(
+                        where,
+                        f"not unpacked: an archive may hold {MAX_ARCHIVE_NOTEBOOKS} notebooks and "
+                        f"{MAX_ARCHIVE_BYTES / 1024**3:.0f} GB in all; split it",
+                        origin=origin,
+                    )
+                )
+                continue
+            out = target / relative
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                budget -= _unpack(bundle, member, out, budget)
+            except (ValueError, OSError, zipfile.BadZipFile, EOFError) as error:
+                reason = str(error)[:200] if isinstance(error, ValueError) else repr(error)[:200]
+                problems.append(Problem(where, f"member not read: {reason}", origin=origin))
+                continue
+            stamp = datetime(*member.date_time).timestamp()
+            os.utime(out, (stamp, stamp))
+    return target, problems
+
+
+def _top(folder: Path) -> Path:
+    """``folder``, or the single folder it holds when it holds nothing else worth reading."""
+    while True:
+        entries = [
+            entry
+            for entry in folder.iterdir()
+            if entry.name not in _SKIPPED_DIRS and not entry.name.startswith(".")
+        ]
+        if len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink():
+            folder = entries[0]
+        else:
+            return folder
+
+
+def _notebooks(folder: Path) -> tuple[list[Path], list[Problem]]:
+    """The notebooks under ``folder`` (links not followed), and the links found instead."""
+    found, links = [], []
+    for here, dirs, files in os.walk(folder, followlinks=False):
+        base = Path(here)
+        for name in list(dirs):
+            if name in _SKIPPED_DIRS:
+                dirs.remove(name)
+            elif (base / name).is_symlink():
+                dirs.remove(name)
+                links.append(Problem(base / name, _LINK_REASON))
+        for name in files:
+            if not name.endswith(".ipynb"):
+                continue
+            path = base / name
+            if path.is_symlink():
+                links.append(Problem(path, _LINK_REASON))
+            elif path.is_file():
+                found.append(path)
+    return sorted(found), links
+
+
+def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[Problem]]:
+    """The submissions found in ``inputs`` (files, folders, zips), one per student.
+
+    Args:
+        inputs: notebooks, folders or ``.zip`` archives.
+        scratch: an existing folder where archives are unpacked.
+    """
+    found: list[tuple[Path, Path | None, str]] = []  # (notebook, root found under, fallback)
+    archives: dict[Path, tuple[Path, Path]] = {}  # root -> (unpacked folder, archive)
+    problems: list[Problem] = []
+    # Absolute paths: nbgrader changes the working directory while it converts a notebook, and
+    # gradings run in parallel threads.
+    for item in inputs:
+        given = Path(item).absolute()
+        if given.suffix.lower() == ".ipynb" and given.is_symlink():
+            problems.append(Problem(given, _LINK_REASON))
+            continue
+        given = given.resolve()
+        if given.is_dir():
+            notebooks, links = _notebooks(given)
+            found += [(path, given, "") for path in notebooks]
+            problems += links
+        elif given.suffix.lower() == ".zip" and given.is_file():
+            try:
+                unpacked, links = _extract(given, scratch)
+            except (zipfile.BadZipFile, OSError) as error:
+                problems.append(Problem(given, f"unreadable zip archive ({error})"))
+                continue
+            problems += links
+            root = _top(unpacked)  # `zip -r batch.zip submissions/`: read submissions/
+            archives[root] = unpacked, given
+            notebooks, _ = _notebooks(root)
+            fallback = root.name if root != unpacked else ""
+            found += [(path, root, fallback) for path in notebooks]
+        elif given.suffix.lower() == ".ipynb" and given.is_file():
+            found.append((given, None, ""))
+        else:
+            problems.append(
+                Problem(given, "not found, or not a .ipynb notebook, a folder or a .zip archive")
+            )
+    by_student: dict[str, Submission] = {}
+    for path, root, fallback in found:
+        base = archives[root][0] if root in archives else None
+        student, exchange = _layout(path, root, fallback, base)
+        origin = str(path)
+        if root in archives:
+            unpacked, archive = archives[root]
+            origin = f"{archive}:{path.relative_to(unpacked).as_posix()}"
+        if not student:
+            problems.append(
+                Problem(
+                    path,
+                    "no student name: rename the file `<student>.ipynb` or put it in "
+                    "a folder named after the student",
+                    origin=origin,
+                )
+            )
+            continue
+        if root in archives:  # an archive's exchange folders hold no timestamp.txt here
+            exchange = None
+        submission = Submission(student, path, path.stat().st_mtime, origin, exchange)
+        kept = by_student.get(student)
+        if kept is None:
+            by_student[student] = submission
+            continue
+        newer, older = (submission, kept) if submission.mtime > kept.mtime else (kept, submission)
+        by_student[student] = newer
+        problems.append(
+            Problem(
+                older.path,
+                f"duplicate for student {student!r}: graded the newer "
+                f"{newer.origin or newer.path}, not this one",
+                student=student,
+                origin=older.origin,
+            )
+        )
+    return sorted(by_student.values(), key=lambda s: s.student), problems

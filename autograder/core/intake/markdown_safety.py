@@ -1,0 +1,244 @@
+"""Make a student's markdown safe to show in a browser, in linear time, without false alarms.
+
+Feedback pages and formgrader render a notebook's markdown with nbconvert's mistune renderer,
+which passes raw HTML through, and load MathJax. :func:`sanitize_markdown` renders a cell the
+same way (:func:`render_markdown`: attachments are named, not embedded) and reads every tag of
+the result once (:func:`clean_html`, a single pass; mistune escapes every ``<`` of plain text,
+code and math, so each ``<`` left is a tag):
+
+* a tag is kept only when its name is on :data:`ALLOWED_TAGS`, written back in a canonical form
+  with the attributes :data:`ALLOWED_ATTRIBUTES` lists whose URLs (``href``, ``src``) are
+  relative or have a scheme of :data:`ALLOWED_SCHEMES` (as a browser reads them: entities
+  decoded, spaces and control characters ignored); a well-formed comment is dropped (it shows
+  nothing); any other tag or declaration is shown as text (its ``<`` become ``&lt;``);
+* MathJax commands that make links or load code (``\\href``, ``\\require``, ...) lose their
+  backslash's power;
+* a fenced code block in a language whose lexer may not run on student text
+  (:mod:`autograder.core.intake.code_highlighting`: pygments has lexers that never return) is rendered
+  as plain text, so that the cell, written back as HTML, names no lexer to any later renderer.
+
+A cell where nothing was active is left as written (its markdown and math render as the
+student wrote them, and no note is added). A cell where something was is replaced by the
+cleaned HTML on one line (so markdown cannot re-read it) and :data:`NOTE` (or
+:data:`CODE_NOTE`, for code blocks alone). Each tag is read at
+most :data:`MAX_TAG` characters ahead, so the cost is linear in the cell, whatever its tags.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from functools import lru_cache
+
+from autograder.core.intake.code_highlighting import SafeRenderer
+
+__all__ = [
+    "ALLOWED_ATTRIBUTES",
+    "ALLOWED_SCHEMES",
+    "ALLOWED_TAGS",
+    "CODE_NOTE",
+    "COMMON_ATTRIBUTES",
+    "MAX_TAG",
+    "NOTE",
+    "clean_html",
+    "render_markdown",
+    "safe_url",
+    "sanitize_markdown",
+]
+
+ALLOWED_TAGS = frozenset(
+    {
+        *("a", "abbr", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3"),
+        *("h4", "h5", "h6", "hr", "i", "img", "li", "ol", "p", "pre", "span", "strong", "sub"),
+        *("sup", "table", "tbody", "td", "th", "thead", "tr", "ul"),
+    }
+)
+#: Attributes a tag may keep: these, and :data:`COMMON_ATTRIBUTES` on any allowed tag.
+ALLOWED_ATTRIBUTES = {"a": ("href",), "img": ("src", "alt", "width", "height")}
+#: Inert attributes nbconvert's own rendering writes (heading ids, code classes) and tables use.
+COMMON_ATTRIBUTES = ("id", "class", "title", "align", "colspan", "rowspan")
+ALLOWED_SCHEMES = frozenset({"http", "https", "mailto", "attachment"})
+#: A tag not closed within this many characters is shown as text, with what follows it up to
+#: that length.
+MAX_TAG = 4096
+#: Appended (as markdown) to a cell the pass changed.
+NOTE = (
+    "\n\n*[The grader removed active HTML (a script, an event handler or an unsafe link) from "
+    "this cell before showing it; the file as submitted is kept in received/.]*"
+)
+#: Appended to a cell whose code blocks name a language the grader does not highlight.
+CODE_NOTE = (
+    "\n\n*[The grader shows this cell's code blocks in languages other than Python as plain "
+    "text; the file as submitted is kept in received/.]*"
+)
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,63}")
+_SPACE = " \t\n\r\f"
+_MATHJAX = re.compile(r"\\(href|url|require|class|cssId|style|unicode|html|data)\b")
+_SCHEME_WINDOW = 256
+
+
+def safe_url(url: str) -> bool:
+    """Whether ``url`` is relative or has an allowed scheme, as a browser would read it
+    (entities decoded, backslashes, spaces and control characters ignored)."""
+    text = html.unescape(url[:_SCHEME_WINDOW]).replace("\\", "")
+    text = "".join(ch for ch in text if ord(ch) > 0x20 and ch != "\x7f").lower()
+    for index, ch in enumerate(text):
+        if ch == ":":
+            return text[:index] in ALLOWED_SCHEMES
+        if ch in "/?#":
+            return True
+    return len(url) <= _SCHEME_WINDOW  # padding hid where the scheme ends: refused
+
+
+def _attributes(text: str, start: int, end: int) -> list[tuple[str, str]] | None:
+    """The attributes in ``text[start:end]`` (the inside of a tag after its name), or ``None``
+    when they are not plain HTML attributes."""
+    found, i = [], start
+    while i < end:
+        if text[i] in _SPACE or text[i] == "/":
+            i += 1
+            continue
+        j = i
+        while j < end and text[j] not in _SPACE and text[j] not in "/=":
+            if text[j] in "\"'<`":
+                return None
+            j += 1
+        name = text[i:j].lower()
+        while j < end and text[j] in _SPACE:
+            j += 1
+        value = ""
+        if j < end and text[j] == "=":
+            j += 1
+            while j < end and text[j] in _SPACE:
+                j += 1
+            if j < end and text[j] in "\"'":
+                close = text.find(text[j], j + 1, end)
+                if close < 0:
+                    return None
+                value, j = text[j + 1 : close], close + 1
+            else:
+                k = j
+                while k < end and text[k] not in _SPACE:
+                    if text[k] in "\"'<=`":
+                        return None
+                    k += 1
+                value, j = text[j:k], k
+        found.append((name, html.unescape(value)))
+        i = j
+    return found
+
+
+def _tag_end(text: str, start: int) -> int:
+    """The index of the ``>`` that ends the tag opened at ``start`` (quotes respected), or -1
+    when there is none in the :data:`MAX_TAG` characters that follow."""
+    limit = min(len(text), start + MAX_TAG)
+    i = start + 1
+    while i < limit:
+        ch = text[i]
+        if ch == ">":
+            return i
+        if ch in "\"'":
+            i = text.find(ch, i + 1, limit)
+            if i < 0:
+                return -1
+        i += 1
+    return -1
+
+
+def _escaped(text: str, start: int, end: int) -> tuple[str, int, bool]:
+    """``text[start:end]`` shown as text: every ``<`` in it escaped (a tag inside a refused one
+    must not come back to life)."""
+    return text[start:end].replace("<", "&lt;"), end, True
+
+
+def _tag(text: str, start: int) -> tuple[str, int, bool] | None:
+    """What replaces the ``<`` at ``start``: ``(replacement, next index, changed)``, or ``None``
+    when it opens nothing (``a < b``). Each character is read a bounded number of times: a
+    refused tag is escaped whole, and a tag never closed escapes the next :data:`MAX_TAG`."""
+    nxt = text[start + 1 : start + 2]
+    closing = nxt == "/"
+    if not (nxt.isascii() and nxt.isalpha()) and nxt not in ("/", "!", "?"):
+        return None
+    if text.startswith("<!--", start):  # a comment shows nothing: dropped
+        close = text.find("-->", start + 4, start + MAX_TAG)
+        body = text[start + 4 : close]
+        if close >= 0 and "--" not in body and not body.startswith((">", "->")):
+            return "", close + 3, False
+    end = _tag_end(text, start)
+    if end < 0:  # never closed: it could take the page's next tag with it
+        return _escaped(text, start, min(len(text), start + MAX_TAG))
+    name = _NAME.match(text, start + 1 + closing)
+    after = name.end() if name else end
+    if name is None or nxt in ("!", "?") or name.group().lower() not in ALLOWED_TAGS:
+        return _escaped(text, start, end + 1)
+    if after < end and text[after] not in _SPACE and text[after] != "/":
+        return _escaped(text, start, end + 1)
+    tag = name.group().lower()
+    if closing:
+        return f"</{tag}>", end + 1, text[after:end].strip() != ""
+    attributes = _attributes(text, after, end)
+    if attributes is None:
+        return _escaped(text, start, end + 1)
+    allowed = (*ALLOWED_ATTRIBUTES.get(tag, ()), *COMMON_ATTRIBUTES)
+    kept = [
+        (key, value)
+        for key, value in attributes
+        if key in allowed and (key not in ("href", "src") or safe_url(value))
+    ]
+    out = "".join(f' {key}="{html.escape(value, quote=True)}"' for key, value in kept)
+    return f"<{tag}{out}>", end + 1, len(kept) != len(attributes)
+
+
+def render_markdown(source: str) -> tuple[str, list[str], list[str]]:
+    """``source`` as nbconvert renders a markdown cell (only the course's languages highlighted,
+    :class:`~autograder.core.intake.code_highlighting.SafeRenderer`), the attachments it names
+    (``attachment:plot.png`` is left as a link, not embedded) and the code blocks' languages
+    shown as plain text."""
+    from nbconvert.filters.markdown_mistune import MarkdownWithMath
+
+    named: list[str] = []
+
+    class _Renderer(SafeRenderer):
+        def _embed_image_or_attachment(self, src: str) -> str:
+            if src.startswith("attachment:"):
+                named.append(src[len("attachment:") :])
+            return src
+
+    renderer = _Renderer(escape=False)
+    return MarkdownWithMath(renderer=renderer).render(source), named, renderer.refused
+
+
+def clean_html(text: str) -> tuple[str, bool]:
+    """``text`` (HTML) with every tag checked (see the module docstring), and whether anything
+    active was removed."""
+    parts, last, changed = [], 0, False
+    start = text.find("<")
+    while start >= 0:
+        replaced = _tag(text, start)
+        if replaced is None:  # "<" before a space or digit: text already
+            start = text.find("<", start + 1)
+            continue
+        new, after, active = replaced
+        if new != text[start:after]:
+            parts += [text[last:start], new]
+            last = after
+        changed |= active
+        start = text.find("<", after)
+    parts.append(text[last:])
+    return "".join(parts), changed
+
+
+@lru_cache(maxsize=512)
+def sanitize_markdown(source: str) -> str | None:
+    """Safe markdown for ``source`` (see the module docstring), or ``None`` when it is safe as
+    written. Kept by source (a class's notebooks share most cells, and recording checks each
+    cell in two nbgrader passes)."""
+    rendered, _, refused = render_markdown(source)
+    clean, changed = clean_html(rendered)
+    clean, commands = _MATHJAX.subn(r"\\;\1", clean)
+    if not (changed or commands or refused):
+        return None
+    note = (NOTE if changed or commands else "") + (CODE_NOTE if refused else "")
+    # One line: markdown shows an HTML block as it is up to the first blank line.
+    return "<div>" + clean.strip().replace("\r", "").replace("\n", "&#10;") + "</div>" + note

@@ -1,0 +1,91 @@
+"""A memory and process cgroup for one run (root only): the limits of the whole run, not a process.
+
+Where the grader is root and a cgroup hierarchy is writable (v2 where ``memory`` and ``pids``
+are delegated, else v1), :class:`Cgroup` caps the memory (in-memory folders included) and the
+tasks of everything a run starts; removing it kills what is left in it. Elsewhere it is
+inactive, and only per-process limits hold (the result's note says which).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from pathlib import Path
+
+from autograder.core.isolation.contract import SandboxLimits
+
+__all__ = ["Cgroup", "run_name"]
+
+_runs = itertools.count()
+
+
+def run_name() -> str:
+    """A name for a run's cgroup that no other run on this machine has now."""
+    return f"{os.getpid()}-{next(_runs)}"
+
+
+class Cgroup:
+    """A memory + pids cgroup for one run (v2 where it is delegated to us, else v1)."""
+
+    ROOT_V2 = Path("/sys/fs/cgroup")
+    ROOT_V1 = {"memory": Path("/sys/fs/cgroup/memory"), "pids": Path("/sys/fs/cgroup/pids")}
+
+    def __init__(self, name: str, limits: SandboxLimits, enabled: bool = True) -> None:
+        self.dirs: list[Path] = []
+        if not enabled or os.getuid() != 0:
+            return
+        try:
+            controllers = (self.ROOT_V2 / "cgroup.subtree_control").read_text().split()
+        except OSError:
+            controllers = []
+        try:
+            if {"memory", "pids"} <= set(controllers):
+                folder = self.ROOT_V2 / f"a2c-grading-{name}"
+                folder.mkdir()
+                self.dirs = [folder]
+                (folder / "memory.max").write_text(str(limits.memory_bytes))
+                (folder / "memory.swap.max").write_text("0") if (
+                    folder / "memory.swap.max"
+                ).exists() else None
+                (folder / "pids.max").write_text(str(limits.processes))
+            elif all((root / "cgroup.procs").exists() for root in self.ROOT_V1.values()):
+                memory = self.ROOT_V1["memory"] / f"a2c-grading-{name}"
+                pids = self.ROOT_V1["pids"] / f"a2c-grading-{name}"
+                memory.mkdir()
+                self.dirs.append(memory)
+                pids.mkdir()
+                self.dirs.append(pids)
+                (memory / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
+                (pids / "pids.max").write_text(str(limits.processes))
+        except OSError:
+            self.remove()
+            self.dirs = []
+
+    @property
+    def active(self) -> bool:
+        return bool(self.dirs)
+
+    def join(self) -> None:  # in the child, before exec
+        for folder in self.dirs:
+            with open(folder / "cgroup.procs", "w") as procs:
+                procs.write(str(os.getpid()))
+
+    def remove(self) -> None:
+        for folder in self.dirs:
+            for _ in range(50):
+                try:
+                    pids = (folder / "cgroup.procs").read_text().split()
+                except OSError:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (OSError, ValueError):
+                        pass
+                try:
+                    folder.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.05)

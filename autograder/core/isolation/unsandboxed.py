@@ -1,0 +1,120 @@
+"""Run a grading job as a plain process (``--no-sandbox``): no isolation, never a grade.
+
+For practice and debugging where no isolation holds. The job runs as a plain subprocess of a
+user id of its own (one lease per run, :mod:`.leases`), who cannot write the environment, the
+checkout or the grader's folders, on copies of the folders it is shown; the result says
+``sandboxed=False`` and the grader reports that loudly. Only a grader started as root can give
+the job that user: otherwise it refuses (:func:`require_unsandboxed_user`), since the job would
+have the grader's rights.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from autograder.core.isolation.cgroups import Cgroup, run_name
+from autograder.core.isolation.contract import (
+    DEFAULT_LIMITS,
+    SandboxLimits,
+    SandboxResult,
+    SandboxUnavailable,
+)
+from autograder.core.isolation.job_view import outside_command, python_dirs, reachable
+from autograder.core.isolation.leases import UidLease, root_folder
+from autograder.core.isolation.supervision import (
+    CHANNEL_VARIABLE,
+    Conversation,
+    Pipes,
+    apply_limits,
+    supervise,
+    through_root_launcher,
+)
+from autograder.core.isolation.user_processes import kill_user_processes
+
+__all__ = ["require_unsandboxed_user", "run_unsandboxed"]
+
+
+def require_unsandboxed_user() -> None:
+    """Raise :class:`SandboxUnavailable` unless a notebook run without the sandbox would run as
+    a user of its own: only a grader started as root can give it one. Run with the grader's own
+    rights, a notebook could change anything that user can write (the environment, the user
+    site, configuration in the home folder, the course, the grader's checkout) and, through it,
+    every later grading; no check afterwards can be trusted, since that user can also rewrite
+    the check."""
+    if os.getuid() != 0:
+        raise SandboxUnavailable(
+            "--no-sandbox runs a notebook as a plain process, and only a grader started as root "
+            "can run it as an unprivileged user of its own; as your user it could change your "
+            "Python environment, your home folder and the course, and through them every later "
+            "grading. Grade in the sandbox (install bubblewrap: sudo apt-get install -y "
+            "bubblewrap), or start the grader as root (sudo) to grade without it."
+        )
+
+
+def run_unsandboxed(
+    argv: Sequence[str],
+    readonly: Mapping[str, Path],
+    env: Mapping[str, str],
+    stdin: bytes | Conversation,
+    wall_seconds: float,
+    limits: SandboxLimits = DEFAULT_LIMITS,
+) -> SandboxResult:
+    """Run ``argv`` as a plain process of a user of its own, with the arguments of
+    :func:`.bubblewrap.run_bubblewrap` (inside paths mapped to copies outside); never raises
+    because of the command."""
+    require_unsandboxed_user()
+    pipes = Pipes()
+    env = {**env, CHANNEL_VARIABLE: str(pipes.channel_write)}
+    staging: Path | None = None
+    lease: UidLease | None = None
+    cgroup = Cgroup(run_name(), limits)  # nothing it starts outlives it
+    try:
+        # A user id of its own, who cannot write the environment, the checkout or the grader's
+        # folders; the grader's view copied.
+        views: dict[str, str] = {}
+        lease = UidLease(root_folder())
+        staging = lease.staging("plain", 0o755)
+        work = staging / "work"
+        launch = {"binds": [], "copies": [], "uid": lease.uid}
+        launch.update(reachable(python_dirs(), staging))
+        for index, (inside, outside) in enumerate(readonly.items()):
+            (staging / str(index)).mkdir(mode=0o755)
+            launch["copies"].append([str(Path(outside).resolve()), str(staging / str(index))])
+            views[inside] = str(staging / str(index))
+        work.mkdir(mode=0o700)
+        (work / "home").mkdir()
+        for path in (work, work / "home"):
+            os.chown(path, lease.uid, lease.uid)
+        command, environment = outside_command(argv, env, views, work)
+        command = through_root_launcher(launch, command, pipes.keep)
+
+        def stop(process: subprocess.Popen) -> None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+        popen = {"args": command, "executable": None, "cwd": str(work), "env": environment}
+        popen["preexec_fn"] = lambda: apply_limits(limits, cgroup)
+        outcome = supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop)
+    finally:
+        pipes.close()
+        cgroup.remove()
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        if lease is not None:
+            kill_user_processes(lease.uid)
+            lease.release()
+    return SandboxResult(
+        **vars(outcome),
+        sandboxed=False,
+        limits="not sandboxed: no isolation",
+        uid=lease.uid,
+        wall_seconds=wall_seconds,
+        isolation="none",
+    )

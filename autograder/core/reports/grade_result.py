@@ -1,0 +1,161 @@
+"""The grade of one submission: per-part scores from the grader's judges, and its status.
+
+Scores come from :func:`autograder.core.judging.part_scoring.judge_part`, in the grader's own process, on what the
+sandboxed notebook returned. A front end records them (nbgrader's gradebook for ``grade-all``,
+read back and checked by :mod:`autograder.nbgrader.gradebook_check`).
+
+``status`` is ``"graded"`` when every part could be judged, otherwise why not (the table of
+docs/grading.md, "Statuses"): ``"unreadable: ..."`` (not a notebook), ``"error: ..."`` (the
+sandboxed run ended early, the grader failed on this submission, or the gradebook disagrees),
+``"timeout: ..."`` (the run passed the sandbox's wall clock), ``"tampered: ..."`` (records or
+lines the runner and the probes do not write, a broken seal, a changed environment),
+``"unsandboxed: ..."`` (graded with ``--no-sandbox``: scores, never a grade) and ``"not graded:
+..."`` (interrupted, or lost on a cluster, before it was graded). A result that is not
+``graded`` keeps its partial scores for the instructor to review, but reports never show them
+as a bare grade (:mod:`autograder.core.reports`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from solutions.parts import BONUS_PARTS
+
+__all__ = ["GradeResult", "PartScore"]
+
+
+@dataclass(frozen=True)
+class PartScore:
+    """The score of one autograded part."""
+
+    score: float
+    max: float
+    feedback: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "max": self.max, "feedback": self.feedback}
+
+
+#: What a part's feedback says (:mod:`autograder.core.judging`) when some of its checks did not
+#: finish, and the note the grades CSV gives it.
+_UNFINISHED = (
+    ("did not finish", "a check ran past its time limit (an endless loop?)"),
+    ("not run:", "checks were not run after others ran past their time limit"),
+    ("no result:", "the notebook stopped before its checks ran"),
+)
+
+
+def _unfinished_notes(parts: dict[str, PartScore]) -> list[str]:
+    """One note per part whose checks did not all finish, in part order (the row's notes must
+    name every such part, not just the first error of a cell)."""
+    notes = []
+    for key, part in parts.items():
+        why = [text for marker, text in _UNFINISHED if f"-- {marker}" in part.feedback]
+        if why:
+            notes.append(f"part {key} did not finish: {'; '.join(why)}")
+    return notes
+
+
+@dataclass
+class GradeResult:
+    """The grade of one submission, as ``python -m autograder grade --json`` prints it."""
+
+    student: str
+    parts: dict[str, PartScore] = field(default_factory=dict)
+    status: str = "graded"
+    #: repairs and warnings for the instructor (restored cells, missing outputs...)
+    notes: list[str] = field(default_factory=list)
+    #: whether the notebook ran in the bubblewrap sandbox (False: a plain subprocess)
+    sandboxed: bool = True
+    #: how it was isolated: "bubblewrap", "container" (a fresh user where bubblewrap cannot
+    #: start, :mod:`autograder.core.isolation.container`) or "none"
+    isolation: str = "bubblewrap"
+    #: manually graded cells: grade_id -> max points (scored later, by hand)
+    manual: dict[str, float] = field(default_factory=dict)
+    #: the points nbgrader gave a manually graded cell by itself: an answer left as the stub
+    #: scores 0 and needs no grading (grade_id -> points; the other cells wait for a grader)
+    hand_scores: dict[str, float] = field(default_factory=dict)
+    source: str = ""  #: the submitted file
+    seconds: float = 0.0
+    #: where the time went: "sandbox", "judge", "record", "probe:<part>" (seconds)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def graded(self) -> bool:
+        return self.status == "graded"
+
+    @property
+    def total(self) -> float:
+        """The autograded points and the hand-graded ones known so far (:attr:`hand_scores`)."""
+        scores = [part.score for part in self.parts.values()]
+        return round(sum(scores) + sum(self.hand_scores.values()), 6)
+
+    @property
+    def waiting(self) -> list[str]:
+        """The manually graded cells that wait for a grader (not scored by nbgrader itself)."""
+        return [name for name in self.manual if name not in self.hand_scores]
+
+    @property
+    def autograded_max(self) -> float:
+        """The points of every autograded part except the bonus ones (``BONUS_PARTS``)."""
+        return round(sum(part.max for key, part in self.parts.items() if key not in BONUS_PARTS), 6)
+
+    @property
+    def max_total(self) -> float:
+        """Full marks, as ``grades.csv`` counts them: :attr:`autograded_max` plus the points
+        graded by hand (part 8, known once nbgrader recorded the notebook)."""
+        return round(self.autograded_max + sum(self.manual.values()), 6)
+
+    def unfinished_notes(self) -> list[str]:
+        """One note per part whose checks did not all finish (an endless loop, a crash)."""
+        return _unfinished_notes(self.parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"total", "max_total", "status", "notes", "sandboxed", "isolation", "parts"}``."""
+        return {
+            "total": self.total,
+            "max_total": self.max_total,
+            "status": self.status,
+            "notes": "; ".join([*self.notes, *self.unfinished_notes()]),
+            "sandboxed": self.sandboxed,
+            "isolation": self.isolation,
+            "parts": {key: part.as_dict() for key, part in self.parts.items()},
+        }
+
+    def to_plain(self) -> dict[str, Any]:
+        """Every field as plain data (JSON), for :meth:`from_plain` on another machine."""
+        return {
+            "student": self.student,
+            "parts": {key: part.as_dict() for key, part in self.parts.items()},
+            "status": self.status,
+            "notes": list(self.notes),
+            "sandboxed": self.sandboxed,
+            "isolation": self.isolation,
+            "manual": dict(self.manual),
+            "hand_scores": dict(self.hand_scores),
+            "source": self.source,
+            "seconds": self.seconds,
+            "timings": dict(self.timings),
+        }
+
+    @classmethod
+    def from_plain(cls, data: dict[str, Any]) -> GradeResult:
+        """The result :meth:`to_plain` described."""
+        parts = {
+            str(key): PartScore(float(part["score"]), float(part["max"]), str(part["feedback"]))
+            for key, part in dict(data.get("parts", {})).items()
+        }
+        return cls(
+            student=str(data["student"]),
+            parts=parts,
+            status=str(data.get("status", "graded")),
+            notes=[str(note) for note in data.get("notes", [])],
+            sandboxed=bool(data.get("sandboxed", True)),
+            isolation=str(data.get("isolation", "bubblewrap")),
+            manual={str(k): float(v) for k, v in dict(data.get("manual", {})).items()},
+            hand_scores={str(k): float(v) for k, v in dict(data.get("hand_scores", {})).items()},
+            source=str(data.get("source", "")),
+            seconds=float(data.get("seconds", 0.0)),
+            timings={str(k): float(v) for k, v in dict(data.get("timings", {})).items()},
+        )

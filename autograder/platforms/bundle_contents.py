@@ -1,0 +1,67 @@
+"""What a platform's bundle carries: the kit's files, the release notebook, the requirements.
+
+The Gradescope zip (:mod:`.gradescope.bundle`) and the PrairieLearn question
+(:mod:`.prairielearn.bundle`) copy the kit's packages and install files (:func:`kit_files`),
+the release notebook students got (:func:`release_bytes`, at :data:`RELEASE_NAME`) and what a
+grading image installs (:func:`grading_requirements`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import autograder
+
+__all__ = ["KIT_ROOT", "RELEASE_NAME", "grading_requirements", "kit_files", "release_bytes"]
+
+KIT_ROOT = Path(autograder.__file__).resolve().parents[1]  #: the checkout the bundles are made from
+#: What a grading image needs of the kit: the packages, and what installs them.
+KIT_PACKAGES = ("autograder", "solutions", "course_lib")
+KIT_FILES = ("pyproject.toml", "README.md")
+#: Requirements only the course's own tests, benchmarks and cluster use.
+#: test- and development-only pins of requirements.txt, left out of a grading image
+NOT_FOR_GRADING = (
+    "distributed",
+    "pytest",
+    "pytest-timeout",
+    "pytest-xdist",
+    "selenium",
+    "stable-baselines3",
+    "ruff",
+)
+#: Where a bundle carries the release notebook (relative to the kit's root).
+RELEASE_NAME = "release/a2c.ipynb"
+
+
+def kit_files(root: Path = KIT_ROOT) -> dict[str, Path]:
+    """``{name in the bundle: file}``: the kit's packages (no bytecode) and install files."""
+    found: dict[str, Path] = {}
+    for package in KIT_PACKAGES:
+        for path in sorted((root / package).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                found[path.relative_to(root).as_posix()] = path
+    for name in KIT_FILES:
+        found[name] = root / name
+    return found
+
+
+def release_bytes(root: Path = KIT_ROOT) -> bytes:
+    """The release notebook of the kit's solution notebook, as nbgrader's
+    ``generate_assignment`` makes it (what students got: the autograded cells and their points)."""
+    from solutions.build_notebooks import generate_release
+
+    with tempfile.TemporaryDirectory(prefix="a2c-release-") as folder:
+        made = Path(folder) / "a2c.ipynb"
+        generate_release(root / "solutions" / "a2c.ipynb", made)
+        return made.read_bytes()
+
+
+def grading_requirements(root: Path = KIT_ROOT) -> str:
+    """``requirements.txt`` without what only tests, benchmarks and the cluster need."""
+    kept = []
+    for line in (root / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        name = line.split("==")[0].strip().lower()
+        if line.strip() and not line.startswith("#") and name not in NOT_FOR_GRADING:
+            kept.append(line.strip())
+    return "\n".join(kept) + "\n"

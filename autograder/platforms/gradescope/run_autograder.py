@@ -1,0 +1,95 @@
+"""What Gradescope runs per submission: grade the notebook, write ``results/results.json``.
+
+The results follow Gradescope's autograder specification: ``score`` (the autograded total,
+bonus included; 0 when the notebook could not be graded), ``execution_time`` (seconds),
+``output`` (status, isolation mode, notes, and that part 8 is graded by hand), and one
+``tests`` entry per autograded part with ``name``, ``score``, ``max_score``, ``status``
+(``"passed"`` at full marks, else ``"failed"``: the two values Gradescope documents),
+``output`` (the hidden tests' feedback, which names the failing case and never the expected
+values) and ``visibility``. The bonus part is its own test. Part 8 has no test: on Gradescope it
+is a question of its own, graded by hand, and a test for it could only pass or fail a part
+nobody has read yet. The grader's own log stays hidden from students (``stdout_visibility``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from autograder.core.isolation import SandboxUnavailable
+from autograder.platforms.one_notebook import (
+    close_folders,
+    find_notebook,
+    grade_notebook,
+    part_rows,
+    summary,
+    write_json,
+)
+
+__all__ = ["gradescope_results", "main"]
+
+VISIBILITY = "visible"  #: the hidden tests' feedback is written for students
+
+
+def gradescope_results(result: Any, seconds: float) -> dict[str, Any]:
+    """Gradescope's ``results.json`` for a :class:`~autograder.core.reports.grade_result.GradeResult`."""
+    tests = []
+    autograded = [row for row in part_rows(result) if not row.manual]
+    for number, row in enumerate(autograded, start=1):
+        tests.append(
+            {
+                "name": row.name,
+                "number": str(number),
+                "score": row.score,
+                "max_score": row.max_score,
+                "status": "passed" if row.score >= row.max_score else "failed",
+                "output": row.output,
+                "visibility": VISIBILITY,
+            }
+        )
+    return {
+        "score": result.total if result.status == "graded" else 0.0,
+        "execution_time": round(seconds),
+        "output": summary(result),
+        "visibility": VISIBILITY,
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def _failure(why: str, seconds: float) -> dict[str, Any]:
+    return {
+        "score": 0.0,
+        "execution_time": round(seconds),
+        "output": f"not graded: {why}",
+        "visibility": VISIBILITY,
+        "stdout_visibility": "hidden",
+        "tests": [],
+    }
+
+
+def main() -> int:
+    """Grade ``$AUTOGRADER_ROOT/submission`` (default ``/autograder``); 0 once the results are
+    written, 1 when the notebook could not be graded (the results then say why)."""
+    root = Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")).resolve()
+    results = root / "results" / "results.json"
+    start = time.monotonic()
+    try:
+        close_folders([root / "source", root / "results"])
+        results.unlink(missing_ok=True)
+        path, why = find_notebook(root / "submission")
+        if path is None:
+            write_json(results, _failure(why, time.monotonic() - start))
+            print(f"not graded: {why}", file=sys.stderr)
+            return 1
+        result = grade_notebook(path, student="submission")
+    except SandboxUnavailable as error:
+        write_json(results, _failure(str(error), time.monotonic() - start))
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    write_json(results, gradescope_results(result, time.monotonic() - start))
+    print(summary(result))
+    return 0 if result.status == "graded" else 1

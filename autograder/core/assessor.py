@@ -44,6 +44,9 @@ from typing import Any
 
 import nbformat
 
+from autograder.core.agent_play.feedback import show_in_notebook
+from autograder.core.agent_play.settings import REPLAY_FRAMES, agent_outcome, agent_settings
+from autograder.core.agent_play.verification import verify_agent
 from autograder.core.file_tree import tree_digest
 from autograder.core.grading_job import job_cells
 from autograder.core.intake.code_highlighting import course_languages
@@ -69,6 +72,7 @@ from autograder.core.judging.run_outcome import cell_notes, run_status, score_pa
 from autograder.core.package_digest import package_files
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.sandboxed.grading_runtime import record as records
+from course_lib.evaluation import GRADER_PROTOCOL
 
 __all__ = ["CELL_TIMEOUT", "WALL_SECONDS", "Assessment", "Assessor", "check_timeout"]
 
@@ -189,6 +193,10 @@ class Assessor:
             release = nbformat.read(Path(release), as_version=4)
         self.release = release
         self.points = part_points(release)
+        #: the course's agent settings (the release's metadata ``a2c.agent``): whether each
+        #: submission's saved agent is played after its parts are judged, and its points
+        self.agent = agent_settings(release)
+        self.agent_protocol = GRADER_PROTOCOL  #: what the agent plays (tests shorten it)
         self._names = {part: PART_NAMES[part] for part in self.points}
         # Every path absolute: gradings run in parallel threads, whatever the working directory.
         self.workdir = Path(workdir).resolve()
@@ -241,9 +249,16 @@ class Assessor:
         )
 
     def assess(
-        self, data: bytes, student: str, name: str = "a2c.ipynb", threads: int = 1
+        self,
+        data: bytes,
+        student: str,
+        name: str = "a2c.ipynb",
+        threads: int = 1,
+        agent_file: bytes | None = None,
     ) -> Assessment:
-        """Run and judge the submission ``data`` (the file's bytes); never raises."""
+        """Run and judge the submission ``data`` (the file's bytes), then, where the course's
+        settings ask for it, play its saved agent (from the notebook's output, else
+        ``agent_file``: the bytes of the ``a2c_agent.json`` handed in beside it); never raises."""
         start = time.perf_counter()
         result = GradeResult(
             student, source=name, sandboxed=self.isolate, isolation=self.isolation
@@ -279,7 +294,10 @@ class Assessor:
             with _JUDGE_LOCK:
                 self._judge(result, nb, plan, ran, channel)
             result.timings["judge"] = time.perf_counter() - judged
+            if self.agent.replay:  # before keep_submitted_outputs, which drops the bundle
+                self._play_agent(result, nb, agent_file)
             result.notes += keep_submitted_outputs(nb)
+            show_in_notebook(nb, result.agent)
             result.notes += safe_markdown(nb, self.release)
             result.notes += course_languages(nb, self.release)
             return Assessment(result, nbformat.writes(nb))
@@ -289,6 +307,24 @@ class Assessor:
             return Assessment(result)
         finally:
             result.seconds = time.perf_counter() - start
+
+    def _play_agent(self, result: GradeResult, nb: Any, agent_file: bytes | None) -> None:
+        """The verified score of the submission's agent into ``result.agent``; what went wrong
+        (no agent, a hang, a crash, a claim far above the games) in its notes."""
+        played, cpu = time.perf_counter(), time.thread_time()  # the driver runs in this thread
+        report = verify_agent(
+            nb, self._bin, self.lib, protocol=self.agent_protocol, agent_file=agent_file,
+            isolate=self.isolate, replay_steps=REPLAY_FRAMES,
+        )  # fmt: skip
+        result.agent = agent_outcome(report, self.agent)
+        result.timings["agent"] = time.perf_counter() - played
+        # What it cost: the grader's driver, and the agent's process as it reported it (a
+        # figure for docs/benchmarks.md, never part of a grade).
+        result.agent["cpu_seconds"] = round(time.thread_time() - cpu + report.sandbox_cpu, 2)
+        if report.note:
+            note = self._redactor.redact(report.note, None)
+            result.agent["note"] = note
+            result.notes.append(f"agent: {note}")
 
     @staticmethod
     def _prepare_references(plan: dict[str, Any]) -> None:

@@ -53,11 +53,16 @@ from typing import Any
 from autograder.core.assessor import WALL_SECONDS, Assessment, Assessor, check_timeout
 from autograder.core.file_tree import read_tree
 from autograder.core.intake.collect import Problem, Submission, student_id
-from autograder.core.intake.submission_file import UnreadableNotebook, read_bytes
+from autograder.core.intake.submission_file import (
+    UnreadableNotebook,
+    agent_file_beside,
+    read_bytes,
+)
 from autograder.core.isolation import DEFAULT_LIMITS, SandboxLimits, require_isolation
 from autograder.core.isolation.unsandboxed import require_unsandboxed_user
 from autograder.core.reports.course_points import course_points
 from autograder.core.reports.grade_result import GradeResult
+from autograder.nbgrader.agent_comment import record_agent_comment
 from autograder.nbgrader.course import (
     SOURCE_NOTEBOOK,
     CourseTemplate,
@@ -72,6 +77,7 @@ from autograder.nbgrader.gradebook_check import check_gradebook
 from autograder.nbgrader.plain_feedback import plain_feedback_page
 from autograder.nbgrader.progress_log import ProgressLog
 from autograder.nbgrader.template_cache import template_course
+from solutions.parts import ASSIGNMENT, NOTEBOOK
 
 __all__ = ["Assessment", "ClassSettings", "Grader", "check_jobs", "check_timeout", "grade_many"]
 
@@ -184,10 +190,15 @@ class Grader:
 
     # ------------------------------------------------------------------ step 1: assess
     def assess(
-        self, data: bytes, student: str, name: str = "a2c.ipynb", threads: int = 1
+        self,
+        data: bytes,
+        student: str,
+        name: str = "a2c.ipynb",
+        threads: int = 1,
+        agent_file: bytes | None = None,
     ) -> Assessment:
         """Run and judge the submission ``data`` (:meth:`Assessor.assess`); never raises."""
-        return self.assessor.assess(data, student, name, threads)
+        return self.assessor.assess(data, student, name, threads, agent_file)
 
     # ------------------------------------------------------------------ step 2: record
     def record(
@@ -222,7 +233,12 @@ class Grader:
             if disagreements:
                 result.status = "error: the gradebook does not hold the grader's scores"
                 result.notes += disagreements
-            elif feedback_dir is not None:
+            else:
+                manual = next(iter(self.points.manual), None)
+                record_agent_comment(
+                    self.gradebook.db_url, ASSIGNMENT, NOTEBOOK, result, manual
+                )  # fmt: skip
+            if not disagreements and feedback_dir is not None:
                 _write_feedback(self.gradebook, result, Path(feedback_dir))
         except Exception as error:  # noqa: BLE001 - one submission never stops the class
             if result.graded:
@@ -259,7 +275,7 @@ class Grader:
             )
             _append(log, result)
             return result
-        assessment = self.assess(data, student, path.name, threads)
+        assessment = self.assess(data, student, path.name, threads, agent_file_beside(path))
         assessment.result.source = str(path)
         return self.record(assessment, feedback_dir, log)
 

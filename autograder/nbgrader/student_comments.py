@@ -3,7 +3,9 @@
 Formgrader shows a cell's comment beside its score field, and the grader writes two lines there
 for the person grading part 8: the score of an earlier submission, with how to keep it
 (:data:`autograder.nbgrader.part8_regrading.EARLIER`), and the late penalty, with which totals are before
-it (:data:`autograder.nbgrader.late_penalty.LATE_LINE`). nbgrader's feedback page shows every
+it (:data:`autograder.nbgrader.late_penalty.LATE_LINE`), and the verified agent score
+(:data:`autograder.nbgrader.agent_comment.AGENT_LINE`, which the page shows in the save cell).
+nbgrader's feedback page shows every
 comment to the student, who has nothing to type into formgrader and reads the penalty in the
 page's header: :class:`StudentComments`, run after nbgrader's ``GetGrades``, removes those
 lines and keeps whatever the grader wrote.
@@ -17,13 +19,14 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from traitlets import Bool
 
+from autograder.nbgrader.agent_comment import AGENT_LINE
 from autograder.nbgrader.late_penalty import LATE_LINE
 from autograder.nbgrader.part8_regrading import EARLIER
 
 __all__ = ["GRADER_LINES", "StudentComments", "for_students"]
 
 #: How the lines written for graders start.
-GRADER_LINES = (EARLIER, LATE_LINE)
+GRADER_LINES = (EARLIER, LATE_LINE, AGENT_LINE)
 
 
 def for_students(comment: str) -> str:

@@ -110,7 +110,11 @@ def grade_notebook(path: Path, student: str) -> Any:
     import nbformat
 
     from autograder.core.assessor import Assessor
-    from autograder.core.intake.submission_file import UnreadableNotebook, read_bytes
+    from autograder.core.intake.submission_file import (
+        UnreadableNotebook,
+        agent_file_beside,
+        read_bytes,
+    )
     from autograder.core.reports.course_points import course_points
     from autograder.core.reports.grade_result import GradeResult
 
@@ -126,7 +130,8 @@ def grade_notebook(path: Path, student: str) -> Any:
             return GradeResult(
                 student, status=f"unreadable: {error}", source=str(path), sandboxed=False
             )
-        result = assessor.assess(submitted, student, Path(path).name).result
+        agent_file = agent_file_beside(Path(path))
+        result = assessor.assess(submitted, student, Path(path).name, agent_file=agent_file).result
         result.source = str(path)
         # The parts graded by hand are the platform's to score: their points, from the release.
         result.manual = dict(course_points(release).manual)
@@ -164,7 +169,8 @@ def part_rows(result: Any) -> list[PartRow]:
 
 
 def summary(result: Any) -> str:
-    """The first lines of a platform's output: status, isolation, total, part 8 and notes."""
+    """The first lines of a platform's output: status, isolation, total, part 8, the verified
+    agent score and notes."""
     from autograder.core.reports.safe_text import points_text
 
     bonus = sum(row.max_score for row in part_rows(result) if row.bonus)
@@ -180,6 +186,10 @@ def summary(result: Any) -> str:
         "not by the autograder; not in this score"
         for name, points in result.manual.items()
     ]
+    from autograder.core.agent_play.feedback import agent_line
+
+    if agent_line(result.agent):
+        lines.append(agent_line(result.agent))
     notes = [*result.notes, *result.unfinished_notes()]
     if notes:
         lines.append("notes:")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,12 +68,17 @@ class AgentReport:
     answer_seconds: float = 0.0
     log: str = ""
     seeds: list[int] = field(default_factory=list)
+    #: CPU seconds of the agent's process, as it printed at its end (a cost, never a grade)
+    sandbox_cpu: float = 0.0
 
 
-def find_agent(nb: NotebookNode, folder: Path | None = None) -> tuple[Any, str]:
+def find_agent(
+    nb: NotebookNode, folder: Path | None = None, agent_file: bytes | None = None
+) -> tuple[Any, str]:
     """The saved agent's bundle (untrusted JSON data) and where it was found, or ``(None, "")``:
-    the last output of the notebook that carries :data:`AGENT_MIME`, else ``AGENT_FILE`` in
-    ``folder`` (read within the notebook size cap)."""
+    the last output of the notebook that carries :data:`AGENT_MIME`, else ``agent_file`` (the
+    bytes of the ``AGENT_FILE`` handed in beside it), else ``AGENT_FILE`` in ``folder`` (read
+    within the notebook size cap)."""
     for cell in reversed(nb.cells):
         for output in reversed(cell.get("outputs", []) if cell.cell_type == "code" else []):
             data = output.get("data", {}) if isinstance(output, dict) else {}
@@ -84,6 +90,11 @@ def find_agent(nb: NotebookNode, folder: Path | None = None) -> tuple[Any, str]:
                     except ValueError:
                         return None, "the notebook's output (not JSON)"
                 return bundle, "the notebook's output"
+    if agent_file is not None:
+        try:
+            return json.loads(agent_file), AGENT_FILE
+        except ValueError as error:
+            return None, f"{AGENT_FILE} ({type(error).__name__})"
     if folder is not None and (Path(folder) / AGENT_FILE).is_file():
         try:
             return json.loads(read_bytes(Path(folder) / AGENT_FILE)), AGENT_FILE
@@ -164,6 +175,7 @@ def verify_agent(
     sandbox_limits: SandboxLimits = DEFAULT_LIMITS,
     isolate: bool = True,
     replay_steps: int = 0,
+    agent_file: bytes | None = None,
 ) -> AgentReport:
     """Play ``protocol`` with the agent of ``nb`` in the sandbox; see the module docstring.
 
@@ -176,11 +188,13 @@ def verify_agent(
         limits: time for the agent's start, each answer, all answers.
         isolate: ``False`` only for debugging (a plain process).
         replay_steps: frames of the first game to keep in ``report.replay``.
+        agent_file: the bytes of the ``a2c_agent.json`` handed in beside the notebook, used
+            when its output holds no agent.
     """
     start = time.monotonic()
     report = AgentReport()
     try:
-        bundle, where = find_agent(nb, folder)
+        bundle, where = find_agent(nb, folder, agent_file)
         if bundle is None:
             report.note = (
                 f"no saved agent: {where} could not be read" if where else
@@ -209,6 +223,8 @@ def verify_agent(
         )
         report.answer_seconds = conversation.answer_seconds
         report.log = ran.output[-2000:]
+        reported = re.findall(r"agent_server: ([0-9]{1,6}\.[0-9]{2}) s CPU", report.log)
+        report.sandbox_cpu = float(reported[-1]) if reported else 0.0
         if conversation.result is None:
             report.note = conversation.failure or (
                 "the agent's run ended without games" + (" (killed at the time limit)"

@@ -54,7 +54,11 @@ from autograder.core.assessor import Assessment, Assessor
 from autograder.core.cluster.connection import connect
 from autograder.core.cluster.worker import assess_task, assessor_settings
 from autograder.core.intake.collect import Submission
-from autograder.core.intake.submission_file import UnreadableNotebook, read_bytes
+from autograder.core.intake.submission_file import (
+    UnreadableNotebook,
+    agent_file_beside,
+    read_bytes,
+)
 from autograder.core.reports.grade_result import GradeResult
 
 __all__ = ["ALLOWED_FAILURES", "ClusterGrading", "Record", "grade_on_cluster"]
@@ -171,6 +175,7 @@ class _ClassOnCluster:
                         sub.student,
                         sub.path.name,
                         self.settings,
+                        agent_file_beside(sub.path),
                         key=key,
                         pure=False,
                         retries=0,

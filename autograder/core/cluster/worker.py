@@ -112,8 +112,15 @@ def _worker_assessor(settings: dict[str, Any], where: str) -> Assessor:
         return _ASSESSORS[key]
 
 
-def assess_task(data: bytes, student: str, name: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """The task a worker runs: ``Assessor.assess`` of one file's bytes, as plain data.
+def assess_task(
+    data: bytes,
+    student: str,
+    name: str,
+    settings: dict[str, Any],
+    agent_file: bytes | None = None,
+) -> dict[str, Any]:
+    """The task a worker runs: ``Assessor.assess`` of one file's bytes (and of the saved agent's
+    file handed in beside it), as plain data.
 
     Raises:
         WorkerRefused: this worker cannot grade (see the message); never because of ``data``.
@@ -124,6 +131,6 @@ def assess_task(data: bytes, student: str, name: str, settings: dict[str, Any]) 
     assessor = _worker_assessor(settings, f"worker {worker.address} on {socket.gethostname()}")
     # One thread a notebook, Dask's own convention (its nannies set OMP_NUM_THREADS=1): a worker
     # cannot see the other workers on its machine, and the cluster's threads are its cores.
-    plain = assessor.assess(data, student, name, threads=1).to_plain()
+    plain = assessor.assess(data, student, name, threads=1, agent_file=agent_file).to_plain()
     plain["worker"] = worker.address
     return plain

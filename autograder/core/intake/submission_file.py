@@ -19,6 +19,8 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from course_lib.saved_agent import AGENT_FILE
+
 __all__ = [
     "MAX_CELLS",
     "MAX_NOTEBOOK_BYTES",
@@ -26,6 +28,7 @@ __all__ = [
     "UnreadableNotebook",
     "parse_notebook",
     "read_bytes",
+    "agent_file_beside",
 ]
 
 #: Larger files are refused before parsing (a notebook with a long training run's plots and a
@@ -69,6 +72,26 @@ def read_bytes(path: Path, limit: int = MAX_NOTEBOOK_BYTES) -> bytes:
     if len(data) > limit:
         raise UnreadableNotebook(f"{path.name}: grew past {limit / 1024**2:.0f} MB while read.")
     return data
+
+
+#: The saved agent's file's size cap: the bundle of a Nature-DQN is about 4.5 MB.
+MAX_AGENT_FILE_BYTES = 16 * 1024**2
+
+
+def agent_file_beside(notebook: Path) -> bytes | None:
+    """The bytes of ``a2c_agent.json`` handed in beside ``notebook``, or None: only where the
+    notebook is the one notebook of its folder (a student's own folder: nbgrader's
+    ``submitted/<student>/a2c/``, Gradescope's and PrairieLearn's submission), so one student's
+    file is never read for another's notebook in a shared folder. A link, a special file or a
+    file over :data:`MAX_AGENT_FILE_BYTES` is not read (the notebook's own output is then the
+    agent, or there is none)."""
+    folder = Path(notebook).parent
+    try:
+        if sum(1 for _ in folder.glob("*.ipynb")) != 1:
+            return None
+        return read_bytes(folder / AGENT_FILE, MAX_AGENT_FILE_BYTES)
+    except (OSError, UnreadableNotebook):
+        return None
 
 
 def _source_length(cell: object) -> int:

@@ -78,8 +78,11 @@ class GradeResult:
     hand_scores: dict[str, float] = field(default_factory=dict)
     source: str = ""  #: the submitted file
     seconds: float = 0.0
-    #: where the time went: "sandbox", "judge", "record", "probe:<part>" (seconds)
+    #: where the time went: "sandbox", "judge", "agent", "record", "probe:<part>" (seconds)
     timings: dict[str, float] = field(default_factory=dict)
+    #: the saved agent played by the grader (``autograder.core.agent_play.settings.agent_outcome``:
+    #: verified and claimed scores, flag, digest, replay strip), or None when not played
+    agent: dict[str, Any] | None = None
 
     @property
     def graded(self) -> bool:
@@ -112,7 +115,8 @@ class GradeResult:
         return _unfinished_notes(self.parts)
 
     def as_dict(self) -> dict[str, Any]:
-        """``{"total", "max_total", "status", "notes", "sandboxed", "isolation", "parts"}``."""
+        """``{"total", "max_total", "status", "notes", "sandboxed", "isolation", "parts",
+        "agent"}`` (the agent without its replay strip)."""
         return {
             "total": self.total,
             "max_total": self.max_total,
@@ -121,7 +125,10 @@ class GradeResult:
             "sandboxed": self.sandboxed,
             "isolation": self.isolation,
             "parts": {key: part.as_dict() for key, part in self.parts.items()},
-        }
+            "agent": None if self.agent is None else {
+                key: value for key, value in self.agent.items() if key != "replay_png"
+            },
+        }  # fmt: skip
 
     def to_plain(self) -> dict[str, Any]:
         """Every field as plain data (JSON), for :meth:`from_plain` on another machine."""
@@ -137,6 +144,7 @@ class GradeResult:
             "source": self.source,
             "seconds": self.seconds,
             "timings": dict(self.timings),
+            "agent": self.agent,
         }
 
     @classmethod
@@ -158,4 +166,5 @@ class GradeResult:
             source=str(data.get("source", "")),
             seconds=float(data.get("seconds", 0.0)),
             timings={str(k): float(v) for k, v in dict(data.get("timings", {})).items()},
+            agent=dict(data["agent"]) if data.get("agent") else None,
         )

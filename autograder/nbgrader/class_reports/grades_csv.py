@@ -2,8 +2,8 @@
 
 The columns: ``student, status, total, max_total, <part>..., discussion, submitted_at,
 submitted_from, minutes_late, raw_total, late_penalty, sandboxed, notes, file, received,
-graded_at`` (:data:`HEAD`, the parts, part 8, :data:`TAIL`), then any column added by hand
-(kept). ``total`` is ``raw_total`` less ``late_penalty`` (:func:`apply_late_penalty`); part 8
+graded_at`` (:data:`HEAD`, the parts, part 8, the verified agent's columns when the grader
+played agents (:mod:`.agent_board`), :data:`TAIL`), then any column added by hand (kept). ``total`` is ``raw_total`` less ``late_penalty`` (:func:`apply_late_penalty`); part 8
 comes from the gradebook (:func:`refresh_manual`) and says ``not graded yet`` until it is
 graded, never 0. A row whose status is not ``graded`` has empty score columns (its
 provisional total is in ``notes``). Every text cell is made safe for spreadsheets
@@ -19,6 +19,7 @@ from pathlib import Path
 from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints
 from autograder.core.reports.grade_result import GradeResult
 from autograder.core.reports.safe_text import csv_cell, points_text
+from autograder.nbgrader.class_reports.agent_board import AGENT_COLUMNS, agent_cells
 from autograder.nbgrader.class_reports.change_lines import row_key
 from autograder.nbgrader.class_reports.hand_scores import manual_scores
 from autograder.nbgrader.late_penalty import LATE_LINE, LatePenalty
@@ -84,6 +85,8 @@ def result_row(result: GradeResult, points: CoursePoints, when: str, received: s
             row[name] = points_cell(result.hand_scores[name])
         else:
             row[name] = NOT_GRADED_YET if result.parts else ""
+    if result.agent is not None:
+        row.update(agent_cells(result))
     retotal(row, points)
     return row
 
@@ -209,6 +212,7 @@ def csv_columns(points: CoursePoints, rows: Sequence[dict[str, str]], old: Seque
     parts = [*points.auto]
     for row in rows:  # parts of an older or other notebook stay visible
         parts += [k for k in row if k in PARTS and k not in parts]
-    known = [*HEAD, *parts, *points.manual, *TAIL]
+    played = any(row.get(column) for row in rows for column in AGENT_COLUMNS)
+    known = [*HEAD, *parts, *points.manual, *(AGENT_COLUMNS if played else []), *TAIL]
     extra = [column for column in old if column not in known]
     return [*known, *extra]

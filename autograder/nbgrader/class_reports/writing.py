@@ -22,7 +22,9 @@ graded, every report says ``not graded yet``, never 0.
   ``notes``). Columns added by hand are kept as they are. Every text cell is made safe for
   spreadsheets (:func:`autograder.core.reports.safe_text.csv_cell`);
 * ``summary.txt`` and ``scores.png``: the class's score distributions (every row, not just the
-  last run's);
+  last run's), and, where the grader played the students' agents, the leaderboard of verified
+  scores with the students' ids and the same weights handed in twice; ``leaderboard.txt``: the
+  same ranking without ids, to show the students (:mod:`.agent_board`);
 * ``received/<student>/<UTC time>-<sha256[:12]>.ipynb``: every submitted file byte for byte,
   never overwritten (the same bytes are kept once); the course keeps the same copies in
   ``<course>/received/``.
@@ -40,6 +42,7 @@ from typing import Any
 from autograder.core.intake.collect import Problem, Submission
 from autograder.core.reports.course_points import CoursePoints
 from autograder.core.reports.grade_result import GradeResult
+from autograder.nbgrader.class_reports.agent_board import leaderboard_lines
 from autograder.nbgrader.class_reports.change_lines import change_lines, row_key
 from autograder.nbgrader.class_reports.grades_csv import (
     apply_late_penalty,
@@ -172,8 +175,12 @@ def write_outputs(
     )
     columns = csv_columns(points, rows, old_columns)
     write_rows(rows, columns, out / "grades.csv")
-    summary = summary_text(rows, points)
+    board = leaderboard_lines(rows)
+    summary = "\n".join([summary_text(rows, points), *([""] + board if board else [])])
     (out / "summary.txt").write_text(summary + "\n", encoding="utf-8")
+    if board:  # the same ranking without names, for the students
+        anonymous = "\n".join(leaderboard_lines(rows, anonymous=True))
+        (out / "leaderboard.txt").write_text(anonymous + "\n", encoding="utf-8")
     (out / "changes.txt").write_text("\n".join(changes) + "\n", encoding="utf-8")
     with (out / "history.txt").open("a", encoding="utf-8") as log:
         log.write(f"--- {when}\n" + "\n".join(changes) + "\n")

@@ -8,7 +8,10 @@ bonus included; 0 when the notebook could not be graded), ``execution_time`` (se
 ``output`` (the hidden tests' feedback, which names the failing case and never the expected
 values) and ``visibility``. The bonus part is its own test. Part 8 has no test: on Gradescope it
 is a question of its own, graded by hand, and a test for it could only pass or fail a part
-nobody has read yet. The grader's own log stays hidden from students (``stdout_visibility``).
+nobody has read yet. Where the grader played the saved agent, a test of no points says its
+verified score (:func:`~autograder.core.agent_play.feedback.agent_line`) and ``leaderboard``
+holds it (Gradescope's leaderboard: the verified score, highest first, its spread and the
+games). The grader's own log stays hidden from students (``stdout_visibility``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from autograder.core.agent_play.feedback import agent_line
 from autograder.core.isolation import SandboxUnavailable
 from autograder.platforms.one_notebook import (
     close_folders,
@@ -50,7 +54,7 @@ def gradescope_results(result: Any, seconds: float) -> dict[str, Any]:
                 "visibility": VISIBILITY,
             }
         )
-    return {
+    results = {
         "score": result.total if result.status == "graded" else 0.0,
         "execution_time": round(seconds),
         "output": summary(result),
@@ -58,6 +62,19 @@ def gradescope_results(result: Any, seconds: float) -> dict[str, Any]:
         "stdout_visibility": "hidden",
         "tests": tests,
     }
+    if result.agent:
+        # The agent's line as a test of no points (the course's points, when set, are in it),
+        # and the verified score on Gradescope's leaderboard (highest first).
+        tests.append({"name": "Verified agent score", "number": str(len(tests) + 1),
+                      "output": agent_line(result.agent), "visibility": VISIBILITY})  # fmt: skip
+        verified = result.agent.get("verified")
+        if verified:
+            results["leaderboard"] = [
+                {"name": "Verified score", "value": round(verified["score"], 1)},
+                {"name": "Spread (std)", "value": round(verified["std"], 1), "order": "asc"},
+                {"name": "Games", "value": verified["games"]},
+            ]
+    return results
 
 
 def _failure(why: str, seconds: float) -> dict[str, Any]:

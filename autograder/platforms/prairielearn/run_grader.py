@@ -4,7 +4,8 @@ The results follow PrairieLearn's external grading schema: ``gradable``, ``score
 autograded total over full marks, bonus included, at most 1; 0 when the notebook could not be
 graded), ``message`` (the status), ``output`` (status, isolation mode, notes) and one
 ``tests`` entry per part with ``name``, ``description``, ``points``, ``max_points``, ``output``
-(the hidden tests' feedback) and ``message``. Part 8 is a test worth 0 of 0 that says it is
+(the hidden tests' feedback) and ``message``; where the grader played the saved agent, a test
+of no points with its verified score and the replay strip in ``images``. Part 8 is a test worth 0 of 0 that says it is
 graded by hand (the question's manual points): PrairieLearn shows such a test as information,
 neither passed nor failed. A job with no notebook, or where student code cannot be
 isolated, or whose file is not a readable notebook, is ``gradable: false`` with the reason in
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from autograder.core.agent_play.feedback import agent_line
 from autograder.core.isolation import SandboxUnavailable
 from autograder.platforms.one_notebook import (
     close_folders,
@@ -56,13 +58,23 @@ def prairielearn_results(result: Any) -> dict[str, Any]:
     full = result.autograded_max
     graded = result.status == "graded"
     score = min(1.0, result.total / full) if graded and full > 0 else 0.0
-    return {
+    results = {
         "gradable": True,
         "score": round(score, 6),
         "message": f"status: {result.status}",
         "output": summary(result),
         "tests": tests,
     }
+    if result.agent:  # a test of no points, and the replay strip as PrairieLearn's image
+        line = agent_line(result.agent)
+        tests.append({"name": "Verified agent score", "description": "the grader's own games",
+                      "points": 0.0, "max_points": 0.0, "output": line, "message": line})  # fmt: skip
+        if result.agent.get("replay_png"):
+            results["images"] = [{
+                "label": "the agent in the grader's first game",
+                "url": "data:image/png;base64," + result.agent["replay_png"],
+            }]  # fmt: skip
+    return results
 
 
 def _not_gradable(why: str) -> dict[str, Any]:

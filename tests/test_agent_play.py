@@ -40,7 +40,13 @@ from course_lib.saved_agent import (
     unpack_agent,
 )
 from solutions.reference import make_model
-from tests.submissions.hostile_agents import AGENT_ATTACKS, EXPECTED_NOTES, attack_cell
+from tests.submissions.hostile_agents import (
+    AGENT_ATTACKS,
+    EVAL_SWITCH,
+    EXPECTED_NOTES,
+    SEED_HUNT,
+    attack_cell,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 GAME = "SpaceInvadersNoFrameskip-v4"
@@ -117,6 +123,53 @@ def test_a_hostile_agent_gets_a_note_and_no_score(assessor, attack):
     assert conversation.result is None, ran.output
     assert re.search(EXPECTED_NOTES[attack], conversation.failure), (conversation.failure, ran)
     assert time.monotonic() - start < 150  # bounded by the limits (3 s a step), not the attack
+
+
+def _attack_job(body_name: str, body: str | None = None) -> dict:
+    nb = nbformat.read(ROOT / "solutions" / "a2c.ipynb", as_version=4)
+    model_source = next(
+        cell.source for cell in nb.cells
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "model"
+    )  # fmt: skip
+    return {"cells": [IMPORTS, model_source, attack_cell(body_name, body)], "bundle": _bundle(),
+            "threads": 1}  # fmt: skip
+
+
+@pytest.mark.rom
+def test_a_network_that_hunts_for_the_seeds_finds_none(assessor):
+    """The network searches its objects, environment, every process's command line and
+    environment and the files it is shown for the games' seeds (fixed here so that the attack
+    knows what to look for): it searched, found nothing, and still got its games."""
+    seeds = [1_234_567_891, 987_654_321]
+    job = _attack_job("wrong_shape", "        return honest_forward(x)\n")
+    job["cells"][-1] = SEED_HUNT.format(seeds=" ".join(map(str, seeds)))
+    conversation, ran = play_in_sandbox(
+        job, SHORT, assessor._bin, assessor.lib, QUICK_LIMITS, seeds=seeds
+    )
+    assert conversation.result is not None, (conversation.failure, ran.output)
+    assert "seed-hunt: searched" in ran.output and "FOUND" not in ran.output, ran.output[-3000:]
+
+
+@pytest.mark.rom
+def test_a_network_that_plays_otherwise_under_evaluation_gets_what_it_played(assessor):
+    """A network that always fires when it sees the evaluation (no gradients): its verified
+    score is the one the grader's games give for always firing, on the same seeds, and not
+    the honest network's."""
+    seeds = [11, 22]
+    conversation, ran = play_in_sandbox(
+        _attack_job("wrong_shape", EVAL_SWITCH), SHORT, assessor._bin, assessor.lib,
+        QUICK_LIMITS, seeds=seeds,
+    )  # fmt: skip
+    assert conversation.result is not None, (conversation.failure, ran.output)
+
+    def always_fire(observations):
+        logits = np.full((len(observations), 6), -20.0, dtype=np.float32)
+        logits[:, 1] = 20.0
+        return logits
+
+    expected = play_games(always_fire, SHORT, seeds)
+    assert conversation.result.scores.tolist() == expected.scores.tolist()
+    assert [g.steps for g in conversation.result.games] == [g.steps for g in expected.games]
 
 
 def test_no_agent_or_a_refused_one_is_a_note_before_anything_runs(tmp_path):

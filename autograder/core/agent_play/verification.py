@@ -134,13 +134,14 @@ def play_in_sandbox(
     sandbox_limits: SandboxLimits = DEFAULT_LIMITS,
     isolate: bool = True,
     replay_steps: int = 0,
+    seeds: list[int] | None = None,
 ) -> tuple[AgentConversation, Any]:
     """Start ``agent_server.py`` in the sandbox with ``job`` (``{"cells", "bundle", "threads"}``,
-    the bundle already checked) and play ``protocol`` against it on seeds drawn here; the
+    the bundle already checked) and play ``protocol`` against it on seeds drawn here (or
+    ``seeds``, for tests that must know them); the
     conversation (``result`` or ``failure``) and the sandbox's run (its log, how it ended)."""
-    conversation = AgentConversation(
-        job, protocol, game_seeds(protocol.games), limits, replay_steps
-    )
+    seeds = game_seeds(protocol.games) if seeds is None else seeds  # tests fix them
+    conversation = AgentConversation(job, protocol, seeds, limits, replay_steps)
     env = {
         "PATH": f"{PYTHON_BIN}:/usr/bin:/bin",
         "HOME": "/submission/home",

@@ -16,6 +16,16 @@ the two CPU figures::
     python benchmarks/agent_grading.py --agent runs/si1m/checkpoint.pt
     python benchmarks/agent_grading.py --agent a2c_agent.json --repeats 2
 
+With ``--class N``, it grades a class of ``N`` copies of the solution notebook holding the agent
+the way ``grade-all --jobs 2`` does (:func:`autograder.nbgrader.grader.grade_many`), once with
+the course's default (the agent played) and once with ``a2c.agent.replay`` off, side by side,
+and with ``--dask`` also on a local Dask cluster of two workers (a scheduler and two ``dask
+worker`` processes with the kit's TLS certificate); for each it prints the class's wall time,
+the added wall time per submission and the agent's CPU per submission (the grader's driver and
+the agent's process, ``agent["cpu_seconds"]``)::
+
+    python benchmarks/agent_grading.py --agent runs/si1m/checkpoint.pt --class 4 --dask
+
 Figures in docs/benchmarks.md.
 """
 
@@ -62,10 +72,75 @@ def _cpu() -> tuple[float, float]:
     return times.user + times.system, times.children_user + times.children_system
 
 
+def _grade_class(nb, count: int, replay: bool, cluster: object | None, folder: Path) -> tuple:
+    """Grade ``count`` copies of ``nb`` as ``grade-all --jobs 2`` (or on ``cluster``): the wall
+    seconds and the results."""
+    from autograder.core.agent_play.settings import AgentSettings
+    from autograder.core.cluster.scheduling import ClusterGrading
+    from autograder.core.intake.collect import Submission
+    from autograder.nbgrader.grader import Grader, grade_many
+
+    subs = []
+    for index in range(count):
+        own = folder / f"in-{replay}" / f"s{index:03d}"
+        own.mkdir(parents=True)
+        nbformat.write(nb, own / "a2c.ipynb")
+        subs.append(Submission(f"s{index:03d}", own / "a2c.ipynb", 0.0))
+    with Grader(ROOT / "solutions" / "a2c.ipynb") as grader:
+        if not replay:  # the course's setting, as the release (and so each worker) carries it
+            grader.assessor.release.metadata["a2c"] = {"agent": {"replay": False}}
+            grader.assessor.agent = AgentSettings(replay=False)
+        wall = time.monotonic()
+        results = grade_many(
+            grader, subs, folder / f"out-{replay}", jobs=2, progress=False, histogram=False,
+            cluster=ClusterGrading(cluster.client) if cluster is not None else None,
+        )  # fmt: skip
+        return time.monotonic() - wall, results
+
+
+def _class_costs(nb, count: int, dask: bool) -> None:
+    where = Path(tempfile.mkdtemp(prefix="agent-class-"))
+    clusters: list[tuple[str, object | None]] = [("grade-all --jobs 2", None)]
+    if dask:
+        import subprocess
+
+        from tests.test_cluster_grading import LocalCluster
+
+        made = subprocess.run([sys.executable, "-m", "autograder", "cluster-certificates",
+                               str(where / "certificates")], capture_output=True, check=True)  # fmt: skip
+        del made
+        clusters.append(("Dask, 2 workers", LocalCluster(where / "dask", 2, None, where / "certificates")))
+    try:
+        for name, cluster in clusters:
+            timed = {}
+            for replay in (True, False):
+                folder = where / name.split()[0] / str(replay)
+                timed[replay] = _grade_class(nb, count, replay, cluster, folder)
+            (on, results), (off, _) = timed[True], timed[False]
+            statuses = sorted({r.status for r in results})
+            agents = [r.agent or {} for r in results]
+            cpu = [a.get("cpu_seconds", math.nan) for a in agents]
+            scores = [a["verified"]["score"] for a in agents if a.get("verified")]
+            print(
+                f"{name}: {count} submissions, agent played {on:.1f} s wall, not played "
+                f"{off:.1f} s: +{(on - off) / count:.1f} s wall per submission "
+                f"({on / off:.2f}x); agent CPU per submission mean {sum(cpu) / len(cpu):.1f} s, "
+                f"max {max(cpu):.1f} s; verified scores {[round(x, 1) for x in scores]}; "
+                f"statuses {statuses}; notes {[a.get('note') for a in agents if a.get('note')]}"
+            )
+    finally:
+        for _, cluster in clusters:
+            if cluster is not None:
+                cluster.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--agent", type=Path, required=True, help="checkpoint.pt or a2c_agent.json")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--class", dest="count", type=int, default=0,
+                        help="grade a class of this many copies, agent played and not")
+    parser.add_argument("--dask", action="store_true", help="with --class: on Dask too")
     args = parser.parse_args()
     torch.set_num_threads(1)
     bundle = _bundle(args.agent)
@@ -77,6 +152,11 @@ def main() -> None:
         "grade_id") == "save_agent")  # fmt: skip
     save.outputs = [nbformat.v4.new_output("execute_result", execution_count=1,
                                            data={"text/plain": "agent", AGENT_MIME: bundle})]  # fmt: skip
+    if args.count:
+        print(f"load average at the start: {os.getloadavg()[0]:.1f}")
+        _class_costs(nb, args.count, args.dask)
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+        return
     release = nbformat.read(ROOT / "notebooks" / "a2c.ipynb", as_version=4)
     assessor = Assessor(release, Path(tempfile.mkdtemp()) / "work")
     protocol = GRADER_PROTOCOL

@@ -283,6 +283,7 @@ def grade_student(path: Path) -> str:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from autograder.core.agent_play.feedback import agent_line
     from autograder.core.reports.table import format_table
     from autograder.nbgrader.grader import Grader
 
@@ -298,6 +299,8 @@ def _grade(args: argparse.Namespace) -> int:
         print(json.dumps(result.as_dict()))
     else:
         print(format_table(result))
+        if agent_line(result.agent):
+            print(printable(agent_line(result.agent)))
     if result.status != "graded":
         print(printable(f"{args.path}: {result.status}"), file=sys.stderr)
         return 1

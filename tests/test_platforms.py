@@ -119,12 +119,14 @@ def test_the_prairielearn_bundle_holds_question_grader_and_image(tmp_path):
 def gradescope_shows(results: dict) -> dict[str, str]:
     """Test name -> how Gradescope shows it, read as its autograder specification documents
     ``results.json``: ``status`` is optional, ``"passed"`` or ``"failed"``; without it a test
-    passes at full marks."""
+    passes at full marks, and a test without a score is information (the verified agent's)."""
     shown = {}
     for test in results["tests"]:
         status = test.get("status")
         assert status in (None, "passed", "failed"), test
-        if status is None:
+        if status is None and "score" not in test:  # no points at all: a line of information
+            status = "information"
+        elif status is None:
             status = "passed" if test["score"] >= test.get("max_score", 0) else "failed"
         shown[test["name"]] = status
     return shown
@@ -363,7 +365,9 @@ def _prairielearn(platforms, nb) -> tuple[dict, subprocess.CompletedProcess[str]
 
 
 def _scores(tests: list[dict], field: str = "score") -> dict[str, float]:
-    return {t["name"].split()[0]: t[field] for t in tests if "by hand" not in t["name"]}
+    """The autograded parts' scores (not part 8, not the agent's test of no points)."""
+    skip = ("by hand", "Verified agent score")
+    return {t["name"].split()[0]: t[field] for t in tests if not any(s in t["name"] for s in skip)}
 
 
 @pytest.fixture(scope="module")
@@ -394,7 +398,9 @@ def test_gradescope_grades_as_grade_does_in_container_mode(platforms, reference_
     assert _scores(results["tests"]) == reference_with_bubblewrap == {**FULL, **BONUS}
     assert results["score"] == 14 and "isolation: container" in results["output"]
     assert "bubblewrap cannot start here" in results["output"]
-    assert set(gradescope_shows(results).values()) == {"passed"}  # full marks: no red test
+    shown = gradescope_shows(results)
+    assert shown.pop("Verified agent score") == "information"  # this notebook saved no agent
+    assert set(shown.values()) == {"passed"}  # full marks: no red test
     assert not [t for t in results["tests"] if "by hand" in t["name"]]
     assert "part 8 (discussion, 3 points): graded by hand" in results["output"]
     source = platforms["gradescope"] / "source"
@@ -429,6 +435,8 @@ def test_prairielearn_grades_as_grade_does_in_container_mode(platforms, referenc
     assert "isolation: container" in results["output"]
     shown = prairielearn_shows(results)
     assert shown.pop("discussion - graded by hand") == "information"
+    assert shown.pop("Verified agent score") == "information"  # this notebook saved no agent
+    assert "Verified agent score: none (no saved agent" in results["output"]
     assert set(shown.values()) == {"correct"}
 
     results, done = _prairielearn(platforms, None)

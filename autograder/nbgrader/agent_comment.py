@@ -26,9 +26,10 @@ def record_agent_comment(
     db_url: str, assignment: str, notebook: str, result: GradeResult, comment_cell: str | None
 ) -> None:
     """Put ``result``'s agent line at the end of ``comment_cell``'s comment (part 8), replacing
-    an earlier one; nothing when the agent was not played or there is no such cell."""
+    an earlier one; nothing when no agent was handed in (the row's note says so), the agent
+    was not played, or there is no such cell."""
     line = agent_line(result.agent)
-    if not line or comment_cell is None:
+    if not line or not (result.agent or {}).get("digest") or comment_cell is None:
         return
     from nbgrader.api import Gradebook, MissingEntry
 

@@ -67,8 +67,11 @@ def test_a_game_scores_its_raw_points_over_every_life():
 def test_each_ended_game_is_reported_as_it_ends():
     """Does ``on_game_end`` (a progress bar's hook) hear of every game once, with its result?"""
     ended = []
+    def make_env(render_mode=None):  # a game that ends (the bare fake never does)
+        return fake_game(render_mode, lives=1, game_over_frame=40)
+
     result = play_games(uniform_agent(), protocol(games=3, games_at_once=2), game_seeds(3, 1),
-                        make_env=fake_game, on_game_end=ended.append)  # fmt: skip
+                        make_env=make_env, on_game_end=ended.append)  # fmt: skip
     assert sorted(ended, key=lambda game: game.seed) == sorted(result.games, key=lambda g: g.seed)
     assert len(ended) == 3
 

@@ -18,9 +18,10 @@ imported), the two trees alternating round by round so that both see the same ma
 
 Both run ``python -m autograder`` (through :mod:`runpy`) in a small driver (:data:`DRIVER`) that
 wraps a few of the grader's functions to time them (nothing else changes): the grader's set-up
-(template course, the sandbox's snapshot), the sandbox (its start, the set-up cells that import
-the course, the student's cells, the probes: the runner reports the cells' and the probes' own
-seconds), the reference's side (computed in a thread while the sandbox runs: its wall time, its
+(template course, the sandbox's snapshot), the sandbox (its start: the mounts, bubblewrap, the
+runner; the set-up cells, the first of which waits for the executor's start, IPython and the
+grading runtime's imports, torch among them; the student's cells; the probes: the runner
+reports the cells' and the probes' own seconds), the reference's side (computed in a thread while the sandbox runs: its wall time, its
 CPU, and how long the judging waited for it), judging, recording into nbgrader, the feedback
 page. Python's start and imports are the time from the subprocess's start to the driver's
 imports; the interpreter's exit is the time from the command's end to the process's.
@@ -238,8 +239,8 @@ def one_notebook_rows(found: dict) -> dict[str, float]:
     return {
         "Python start, the grader's imports": found["python_start"],
         "grader set-up (template course, snapshot)": _sum(found, "grader set-up"),
-        "sandbox, start (bwrap, runner, executor, IPython)": sandbox["wall"] - cells,
-        "sandbox, set-up cells (imports)": sandbox["set-up"],
+        "sandbox, start (mounts, bwrap, the runner)": sandbox["wall"] - cells,
+        "sandbox, executor start + set-up cells (imports)": sandbox["set-up"],
         "sandbox, the student's cells": sandbox["student"],
         "sandbox, probes": sandbox["probes"],
         "waiting for the reference's side": waited,
@@ -268,7 +269,7 @@ def class_rows(found: dict, copies: int) -> dict[str, float]:
         "  of which the grader's process": found["own_cpu"] / copies,
         "  of which the sandboxes and helpers": (found["cpu"] - found["own_cpu"]) / copies,
         "sandbox wall a notebook": _sum(found, "sandbox") / copies,
-        "  set-up cells (imports) a notebook": _sum(found, "sandbox", "set-up") / copies,
+        "  executor start + set-up cells a notebook": _sum(found, "sandbox", "set-up") / copies,
         "  probes a notebook": _sum(found, "sandbox", "probes") / copies,
         "reference's side CPU a notebook": _sum(found, "reference side", "cpu") / copies,
         "recording wall a notebook": _sum(found, "recording") / copies,

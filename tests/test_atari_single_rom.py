@@ -20,6 +20,7 @@ pytestmark = pytest.mark.rom
 GAMES = ["BreakoutNoFrameskip-v4", "SpaceInvadersNoFrameskip-v4", "PongNoFrameskip-v4"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", GAMES)
 def test_observations_are_uint8_4x84x84_and_check_env_passes(env_id):
     env = make_atari_env(env_id)
@@ -74,6 +75,7 @@ def _play(env: gym.Env, actions: list[int]) -> tuple[list[np.ndarray], list[floa
     return observations, rewards
 
 
+@pytest.mark.slow
 def test_same_seed_and_actions_give_the_same_observations():
     actions = np.random.default_rng(0).integers(0, 6, size=150).tolist()
     runs = []
@@ -88,6 +90,7 @@ def test_same_seed_and_actions_give_the_same_observations():
     assert rew_a == rew_b
 
 
+@pytest.mark.slow
 def test_the_seed_sets_the_number_of_noop_frames():
     def frames_after_reset(seed: int) -> int:
         env = nature_dqn_env("PongNoFrameskip-v4", seed=seed)
@@ -101,6 +104,7 @@ def test_the_seed_sets_the_number_of_noop_frames():
     assert len(set(counts)) > 1  # four seeds drawing 1..30 no-ops all alike: not random
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", GAMES)
 def test_preprocessing_matches_gymnasium_atari_preprocessing(env_id):
     """Does our stack see what gymnasium's AtariPreprocessing + FrameStackObservation see?
@@ -155,6 +159,7 @@ class RawRewardTally(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("env_id", "max_frames"),
     [("SpaceInvadersNoFrameskip-v4", 108_000), ("PongNoFrameskip-v4", 3_000)],

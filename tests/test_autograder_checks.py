@@ -27,6 +27,7 @@ from tests.buggy_parts import CORPUS
 REFERENCE = {key: getattr(reference, name) for key, name in PART_NAMES.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part_key", PART_KEYS)
 def test_reference_gets_full_marks(part_key, capsys):
     """Does the reference pass every sub-check of its part, with nothing on stderr?"""
@@ -42,6 +43,7 @@ def test_reference_gets_full_marks(part_key, capsys):
 CORPUS_SEED = 20261124
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", CORPUS, ids=lambda entry: entry.id)
 def test_corpus_entry(entry):
     """Does each answer fail exactly the sub-checks it should, with a useful message that quotes
@@ -68,6 +70,7 @@ def test_corpus_covers_every_part():
         assert sum(bool(entry.fails) for entry in entries) >= 2, part
 
 
+@pytest.mark.slow
 def test_corpus_sources_are_notebook_ready():
     """Can an entry's source be executed with the notebook's imports alone?"""
     for entry in CORPUS:

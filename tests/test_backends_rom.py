@@ -72,6 +72,7 @@ def test_auto_backend_is_the_default_one():
         assert type(auto) is type(explicit)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_vector_api_shapes_and_clipped_rewards(backend):
     """Does every backend give uint8 (8, 4, 84, 84) obs, float32 {-1, 0, 1} rewards, bool flags?"""
@@ -104,6 +105,7 @@ def test_vector_api_shapes_and_clipped_rewards(backend):
     assert env.closed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_breakout_scores_are_raw_full_game_sums(backend):
     """Is episode r the raw sum over all 5 lives of a game, and l its length in agent steps?"""
@@ -121,6 +123,7 @@ def test_breakout_scores_are_raw_full_game_sums(backend):
     assert any(game["r"] > 0 for game in games)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_space_invaders_scores_are_per_game_not_per_life(backend):
     """Does a random Space Invaders player get whole-game scores (3 lives), far above a life's?"""
@@ -137,6 +140,7 @@ def test_space_invaders_scores_are_per_game_not_per_life(backend):
         assert game["steps"] > 150, f"a 3-life game lasts hundreds of agent steps: {game}"
 
 
+@pytest.mark.slow
 def test_python_and_native_backends_play_the_very_same_breakout_games():
     """Same seed, same actions, same start: are the games step for step identical?
 

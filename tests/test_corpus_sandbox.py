@@ -138,6 +138,7 @@ def test_parse_feedback_reads_wrapped_lines():
     assert len(verdict_problems(entry, entry.part, wrong)) == 2  # the sub-check and the score
 
 
+@pytest.mark.slow
 def test_corpus_sources_define_working_models():
     """Does every model answer's notebook source build a module, helper classes included?"""
     for entry in THROUGH_NBGRADER:

@@ -23,6 +23,8 @@ from autograder.nbgrader.feedback_renderer import (
 )
 from autograder.nbgrader.plain_feedback import plain_feedback_page
 
+pytestmark = pytest.mark.slow
+
 
 def test_a_page_that_runs_late_costs_its_child_and_the_next_page_gets_a_fresh_one(tmp_path):
     renderer = FeedbackRenderer(time_limit=0.001)  # no page is made that fast

@@ -33,6 +33,8 @@ from autograder.nbgrader.late_penalty import course_late_penalty
 from autograder.nbgrader.roster import name_unnamed
 from tests.test_part8_policy import _grade, _lms, _scores
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 HOURS = 3600.0
 STUDENTS = ("bob", "dave", "erin")

@@ -339,6 +339,7 @@ def _build_student_dir(folder: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_release_never_goes_into_a_course_or_a_folder_with_answers(tmp_path: Path) -> None:
     """Is --student-dir refused for an nbgrader course or a file with solution markers, before
     anything is written, and does the placeholder address print what to set?"""

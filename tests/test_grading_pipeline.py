@@ -339,6 +339,7 @@ def test_each_student_is_logged_as_recorded(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_new_gradebooks_carry_the_schema_revision_alembic_reports(tmp_path: Path) -> None:
     """The template's gradebook is stamped, without an ``alembic`` process, with the revision
     that nbgrader's own way (``alembic heads`` as a program) reports."""

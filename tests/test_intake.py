@@ -234,6 +234,7 @@ def _seconds(function, text: str) -> float:
     return best
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unit", ["<a><b><i>x", "<b><i><em><strong>x</p>", '<div><a x="<a x="'])
 def test_sanitizing_costs_time_linear_in_the_tags(unit: str) -> None:
     """4 times the tags: about 4 times the time (bleach's html5lib took about 16 times)."""
@@ -256,6 +257,7 @@ def test_course_cells_stay_as_released_and_student_cells_are_cleaned() -> None:
     assert notes == [f"markdown cell {index}: active HTML removed before showing it"]
 
 
+@pytest.mark.slow
 def test_pasted_images_are_kept_others_dropped_and_the_notebook_renders() -> None:
     """A pasted PNG stays; a GIF, fake PNG and a missing name are dropped with a note."""
     from nbconvert import HTMLExporter

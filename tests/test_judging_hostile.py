@@ -267,6 +267,7 @@ SLOW = (
 )
 
 
+@pytest.mark.slow
 def test_nothing_students_or_the_sandbox_can_import_answers_a_part():
     """Does every class and function of course_lib and of the grading runtime score 0 as each
     part (probes and judges in-process, a short time limit)?"""
@@ -316,6 +317,7 @@ def test_the_runtime_imports_only_itself_and_what_the_sandbox_has():
                 assert not any(part.startswith("_") for part in name.split(".")[1:]), name
 
 
+@pytest.mark.slow
 def test_the_runtime_works_as_the_top_level_package_grading_runtime(tmp_path):
     """Mounted as ``grading_runtime`` beside nothing else of the grader, does it run a plan's
     steps and write records the grader reads?"""

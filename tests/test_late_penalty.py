@@ -29,6 +29,8 @@ from autograder.nbgrader.final_export import export
 from autograder.nbgrader.late_penalty import LatePenalty, course_late_penalty, parse_late_penalty
 from tests.test_part8_policy import _formgrader_saves, _grade, _nbgrader, _scores, _snapshot
 
+pytestmark = pytest.mark.slow
+
 HOURS = 3600.0
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from course_lib.native_batch import NativeAtariBatch
 
-pytestmark = pytest.mark.rom
+pytestmark = [pytest.mark.rom, pytest.mark.slow]
 
 BREAKOUT = "BreakoutNoFrameskip-v4"
 SPACE_INVADERS = "SpaceInvadersNoFrameskip-v4"
@@ -59,6 +59,7 @@ def test_clipped_rewards_are_the_signs_of_the_raw_rewards():
     np.testing.assert_array_equal(clip_seen, np.sign(raw_seen))
 
 
+@pytest.mark.slow
 def test_game_statistics_are_full_games_of_raw_score():
     """Is every reported score the raw sum over a whole game (all 5 lives), and never per life?"""
     nenvs, steps = 4, 1100
@@ -135,6 +136,7 @@ def test_truncation_at_the_frame_cap_reports_the_game():
         assert (infos["episode_frame_number"] < frames).all(), "a new game has started"
 
 
+@pytest.mark.slow
 def test_seeding_is_reproducible_and_env_i_gets_seed_plus_i():
     """Same seed and actions, same game; does env 1 of seed 7 play like env 0 of seed 8?"""
     actions = random_actions(4, 60, 2, seed=9)

@@ -67,6 +67,7 @@ def _execute(path: Path, allow_errors: bool) -> nbformat.NotebookNode:
 
 
 # ------------------------------------------------------------------ build and release
+@pytest.mark.slow
 def test_committed_notebooks_equal_a_fresh_build():
     """Do the committed solution and release notebooks equal what the builder makes now?"""
     problems = bn.check()
@@ -237,6 +238,7 @@ def test_nbgrader_validate_cli_inverted_on_the_release(tmp_path):
     assert "NOTEBOOK PASSED" not in result.stdout and "Success!" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.rom
 def test_environment_tour_runs():
     """Does the ungraded environment tour run top to bottom without errors?"""

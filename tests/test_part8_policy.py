@@ -36,6 +36,8 @@ from autograder.nbgrader.gradebook_check import check_gradebook
 from autograder.nbgrader.roster import course_roster
 from autograder.nbgrader.submission_times import course_deadline, parse_deadline
 
+pytestmark = pytest.mark.slow
+
 DEADLINE = parse_deadline("2026-03-01T23:59+01:00")
 
 

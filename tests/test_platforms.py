@@ -42,6 +42,8 @@ from autograder.platforms.prairielearn.run_grader import prairielearn_results
 from tests.submissions.course import course_submission
 from tests.submissions.hostile import ATTACKS, COSTLY, IPC_KEY, hostile_submission
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 RELEASE = ROOT / "notebooks" / "a2c.ipynb"
 FULL = {"model": 1, "policy": 2, "compute_value_targets": 3, "merge_time_batch": 2, "a2c": 4}

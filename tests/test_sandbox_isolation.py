@@ -24,6 +24,8 @@ from autograder.core.judging import make_plan
 from autograder.core.judging.channel import read_channel
 from autograder.sandboxed.grading_runtime.record import dumps
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 needs_bwrap = pytest.mark.skipif(
     not bwrap_works(), reason="bubblewrap is not installed (.ci/run installs it)"

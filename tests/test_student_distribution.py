@@ -29,6 +29,8 @@ import pytest
 
 from solutions import build_notebooks as bn
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 EXPECTED_TOP = {"course_lib", "notebooks", "pyproject.toml", "README.md", ".gitignore"}
 

@@ -15,6 +15,8 @@ from autograder.nbgrader import template_cache
 from autograder.nbgrader.course import SOURCE_NOTEBOOK
 from autograder.nbgrader.template_cache import _private, template_course
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def builds(monkeypatch) -> list[Path]:

@@ -177,6 +177,7 @@ print(supported, int((bits != 0).sum()))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flush", [False, True])
 def test_flush_denormals_zeroes_stuck_denormals_in_every_torch_thread(flush):
     """Without flushing, 0.99 x a tiny denormal rounds back to itself (RMSprop's state stays
@@ -204,6 +205,7 @@ def test_set_torch_threads_sets_and_validates():
 # ----- checkpoints ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_checkpoint_restores_model_optimizer_and_rng(tmp_path):
     """After save -> perturb -> load, are weights, RMSprop state and random draws identical?"""
     model = torch.nn.Linear(3, 2)
@@ -272,6 +274,7 @@ def keep_torch_threads():
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 @pytest.mark.rom
 @pytest.mark.timeout(180)
 def test_cli_trains_writes_outputs_and_resumes(tmp_path, capsys, keep_torch_threads):
@@ -388,6 +391,7 @@ def snapshot(out):
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_saves_a_checkpoint_at_the_current_update_and_prints_the_resume_command(
     tmp_path, capsys, fake_atari, signum
@@ -412,6 +416,7 @@ def test_a_signal_saves_a_checkpoint_at_the_current_update_and_prints_the_resume
     assert int(resumed["optimizer"]["state"][0]["step"]) == 20  # 11 + 9 updates, none repeated
 
 
+@pytest.mark.slow
 def test_a_signal_during_the_last_update_keeps_the_finished_run_and_skips_the_evaluation(
     tmp_path, capsys, fake_atari
 ):
@@ -434,6 +439,7 @@ def stopped_run(out, step, fake_atari, capsys):
     return snapshot(out)
 
 
+@pytest.mark.slow
 def test_a_folder_with_an_unfinished_run_is_refused_without_resume(tmp_path, capsys, fake_atari):
     """After a stop at step 60, does a new run in the same folder fail, leaving every file
     as it was, and say how to resume?"""
@@ -448,6 +454,7 @@ def test_a_folder_with_an_unfinished_run_is_refused_without_resume(tmp_path, cap
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_a_folder_with_files_but_no_checkpoint_is_refused_with_or_without_resume(
     tmp_path, capsys, fake_atari
 ):
@@ -465,6 +472,7 @@ def test_a_folder_with_files_but_no_checkpoint_is_refused_with_or_without_resume
     assert metric_steps(out) == [40]
 
 
+@pytest.mark.slow
 def test_resume_drops_metric_rows_logged_after_the_checkpoint(tmp_path, fake_atari):
     """A crash at step 150 (checkpoint at 80, rows up to 120): does the resumed run replay
     120 without writing it twice?"""
@@ -478,6 +486,7 @@ def test_resume_drops_metric_rows_logged_after_the_checkpoint(tmp_path, fake_ata
     assert metric_steps(out) == [40, 80, 120, 160, 200]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", ["100", "120"])
 def test_resume_with_a_budget_already_reached_says_so_and_changes_nothing(
     tmp_path, capsys, fake_atari, budget
@@ -498,6 +507,7 @@ def test_resume_with_a_budget_already_reached_says_so_and_changes_nothing(
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 @pytest.mark.rom
 @pytest.mark.timeout(240)
 def test_ctrl_c_stops_the_quick_start_run_in_a_subprocess_and_it_resumes(tmp_path, capsys):
@@ -577,6 +587,7 @@ def test_help_is_printed_before_torch_is_imported():
     assert "--resume" in done.stderr or "usage" in done.stderr
 
 
+@pytest.mark.slow
 def test_resume_with_a_lower_budget_is_refused_and_a_higher_one_says_what_the_lr_does(
     tmp_path, capsys, fake_atari
 ):
@@ -615,6 +626,7 @@ def read_events(out):
     }
 
 
+@pytest.mark.slow
 def test_tensorboard_shows_the_series_of_metrics_csv_at_the_same_steps_across_a_resume(
     tmp_path, fake_atari
 ):

@@ -24,6 +24,8 @@ from solutions import reference as ref
 from tests.answer_lines import answer_lines_in
 from tests.buggy_parts import CORPUS
 
+pytestmark = pytest.mark.slow
+
 #: Each part's visible check, called as the notebook's check cell calls it.
 VISIBLE = {
     "model": checks.check_model,

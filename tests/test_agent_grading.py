@@ -71,6 +71,7 @@ def assessor(tmp_path_factory):
 
 
 @pytest.mark.rom
+@pytest.mark.slow
 def test_grading_plays_the_agent_handed_in_beside_the_notebook(assessor):
     """One grading of the solution notebook, its agent in the file beside it (not in the
     output): the parts are judged, the agent's games are the grader's, the replay strip is a
@@ -97,6 +98,7 @@ def test_grading_plays_the_agent_handed_in_beside_the_notebook(assessor):
 
 
 @pytest.mark.rom
+@pytest.mark.slow
 def test_a_notebook_without_an_agent_is_that_students_note(assessor):
     nb = nbformat.read(ROOT / "notebooks" / "a2c.ipynb", as_version=4)
     result = assessor.assess(nbformat.writes(nb).encode(), "bob", agent_file=b"{not json").result
@@ -177,6 +179,7 @@ def test_the_platforms_report_the_agent_and_its_leaderboard():
 
 
 @pytest.mark.rom
+@pytest.mark.slow
 def test_grade_all_with_two_jobs_reports_the_agents_in_every_channel(tmp_path):
     """``grade-all --jobs 2`` on two students' folders holding the same weights (alice's in her
     notebook's output, bob's in the file beside his): grades.csv's agent columns, the

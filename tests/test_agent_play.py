@@ -90,6 +90,7 @@ def honest(assessor):
 
 
 @pytest.mark.rom
+@pytest.mark.slow
 def test_the_grader_plays_the_games_and_the_sandbox_only_answers(honest):
     """Are the verified games those the grader's seeds give with the saved weights, played
     here in-process: the same scores, steps and caps?"""
@@ -106,6 +107,7 @@ def test_the_grader_plays_the_games_and_the_sandbox_only_answers(honest):
 
 
 @pytest.mark.rom
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(AGENT_ATTACKS))
 def test_a_hostile_agent_gets_a_note_and_no_score(assessor, attack):
     """Each hostile network answers through the real sandbox and framing (a job of just the
@@ -136,6 +138,7 @@ def _attack_job(body_name: str, body: str | None = None) -> dict:
 
 
 @pytest.mark.rom
+@pytest.mark.slow
 def test_a_network_that_hunts_for_the_seeds_finds_none(assessor):
     """The network searches its objects, environment, every process's command line and
     environment and the files it is shown for the games' seeds (fixed here so that the attack
@@ -151,6 +154,7 @@ def test_a_network_that_hunts_for_the_seeds_finds_none(assessor):
 
 
 @pytest.mark.rom
+@pytest.mark.slow
 def test_a_network_that_plays_otherwise_under_evaluation_gets_what_it_played(assessor):
     """A network that always fires when it sees the evaluation (no gradients): its verified
     score is the one the grader's games give for always firing, on the same seeds, and not

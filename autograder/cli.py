@@ -8,7 +8,9 @@ Commands::
                                    [--course DIR [--allow-git]] [--scheduler tls://HOST:PORT
                                    --certificates DIR] [--insecure-cluster]
                                    [--deadline ISO-TIME] [--late-penalty RULE] [--roster CSV]
-    python -m autograder export --course DIR [--out DIR] [--no-feedback]
+    python -m autograder export --course DIR [--out DIR] [--no-feedback] [--lms-column NAME]
+                                [--missing-as-zero]
+    python -m autograder similarity OUT [--release NB] [--pages N]
     python -m autograder cluster-certificates DIR
     python -m autograder gradescope [--out autograder.zip]
     python -m autograder prairielearn --out DIR [--image NAME]
@@ -42,7 +44,14 @@ plain ``tcp://`` scheduler is refused unless it is on this machine's loopback or
 the platform's container refuses bubblewrap (:mod:`autograder.core.isolation.container`).
 
 ``export`` reads part 8 (graded by hand in formgrader) from the course's gradebook into
-``grades.csv`` and makes every student's final feedback (``feedback/<student>.html``).
+``grades.csv``, makes every student's final feedback (``feedback/<student>.html``) and writes
+the grades for Canvas, Moodle and other LMSs into ``lms/``
+(:mod:`autograder.nbgrader.class_reports.lms_files`).
+
+``similarity`` reads the files ``grade-all`` kept in ``OUT/received/`` and writes a report of
+the pairs of students whose graded parts are unusually alike for this class, part by part, to
+``OUT/similarity/index.html``, with a page per pair (:mod:`autograder.similarity`); student
+code is read as text, never run.
 
 Exit status: 0 when every submission was graded, 1 when some could not be (listed on stderr),
 2 for a usage error; 1 also when the scheduler cannot be reached or a worker cannot grade.
@@ -66,6 +75,7 @@ from autograder.core.assessor import CELL_TIMEOUT
 from autograder.core.isolation import SandboxUnavailable
 from autograder.core.reports.safe_text import printable
 from autograder.nbgrader.course import SOURCE_NOTEBOOK, NbgraderError
+from solutions.build_notebooks import RELEASE_NOTEBOOK
 
 __all__ = ["build_parser", "grade_student", "main"]
 
@@ -190,7 +200,35 @@ def build_parser() -> argparse.ArgumentParser:
     final.add_argument("--course", type=Path, required=True, metavar="DIR", help="the course")
     final.add_argument("--out", type=Path, default=Path("grading-output"), help="output folder")
     final.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
+    final.add_argument(
+        "--lms-column",
+        default="a2c",
+        metavar="NAME",
+        help="the assignment column of the LMS files in OUT/lms (default: %(default)s); for an "
+        "existing Canvas assignment, its header in Canvas's gradebook export, e.g. 'A2C (123456)'",
+    )
+    final.add_argument(
+        "--missing-as-zero",
+        action="store_true",
+        help="give a roster student without a submission 0 in the LMS files (default: an empty "
+        "cell, no grade)",
+    )
 
+    similar = commands.add_parser(
+        "similarity",
+        help="pairs of students whose graded parts are unusually alike (a report to read)",
+    )
+    similar.add_argument("out", type=Path, help="the --out folder of grade-all")
+    similar.add_argument(
+        "--release",
+        type=Path,
+        default=RELEASE_NOTEBOOK,
+        metavar="NB",
+        help="the notebook students were given; its code is left out (default: %(default)s)",
+    )
+    similar.add_argument(
+        "--pages", type=int, default=200, metavar="N", help="pair pages written at most (default: 200)"
+    )
     certificates = commands.add_parser(
         "cluster-certificates",
         help="make the TLS certificate that secures a grading cluster (docs/cluster.md)",
@@ -399,10 +437,23 @@ def _grade_all(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _similarity(args: argparse.Namespace) -> int:
+    from autograder.similarity.report import similarity_report
+
+    print(printable(similarity_report(args.out, args.release, args.pages)))
+    return 0
+
+
 def _export(args: argparse.Namespace) -> int:
     from autograder.nbgrader.final_export import export
 
-    done = export(args.course, args.out, feedback=not args.no_feedback)
+    done = export(
+        args.course,
+        args.out,
+        feedback=not args.no_feedback,
+        lms_column=args.lms_column,
+        missing_as_zero=args.missing_as_zero,
+    )
     print(printable(done))
     return 0
 
@@ -418,6 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "roster",
         "certificates",
         "folder",
+        "release",
     ):  # nbgrader changes the working directory
         if getattr(args, name, None) is not None:
             setattr(args, name, getattr(args, name).resolve())
@@ -430,6 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _platform(args)
         if args.command == "cluster-certificates":
             return _cluster_certificates(args)
+        if args.command == "similarity":
+            return _similarity(args)
         return _grade_all(args)
     except ValueError as error:  # bad --timeout, --jobs, source notebook...
         print(f"error: {error}", file=sys.stderr)

@@ -8,6 +8,8 @@ Commands::
                                    [--course DIR [--allow-git]] [--scheduler tls://HOST:PORT
                                    --certificates DIR] [--insecure-cluster]
                                    [--deadline ISO-TIME] [--late-penalty RULE] [--roster CSV]
+    python -m autograder regrade OUT [--course DIR] [--dry-run] [--jobs N] [--scheduler ADDRESS
+                                 --certificates DIR] [--no-feedback] [--source NB]
     python -m autograder export --course DIR [--out DIR] [--no-feedback] [--lms-column NAME]
                                 [--missing-as-zero]
     python -m autograder similarity OUT [--release NB] [--pages N]
@@ -47,6 +49,12 @@ the platform's container refuses bubblewrap (:mod:`autograder.core.isolation.con
 ``grades.csv``, makes every student's final feedback (``feedback/<student>.html``) and writes
 the grades for Canvas, Moodle and other LMSs into ``lms/``
 (:mod:`autograder.nbgrader.class_reports.lms_files`).
+
+``regrade`` grades every student's kept file of ``OUT/received/`` again after a change to
+the hidden tests, the reference or the points, records only the students whose grade moved
+(keeping part 8 and the late data), and prints who changed and by how much, then the change
+log of ``grades.csv``; ``--dry-run`` prints the same and writes nothing
+(:mod:`autograder.nbgrader.regrading`).
 
 ``similarity`` reads the files ``grade-all`` kept in ``OUT/received/`` and writes a report of
 the pairs of students whose graded parts are unusually alike for this class, part by part, to
@@ -193,6 +201,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common(many)
 
+    again = commands.add_parser(
+        "regrade", help="grade the kept files again after a fix; only the grades that moved change"
+    )
+    again.add_argument("out", type=Path, help="the --out folder of grade-all")
+    again.add_argument(
+        "--course", type=Path, default=None, metavar="DIR", help="the course graded into"
+    )
+    again.add_argument("--allow-git", action="store_true", help=argparse.SUPPRESS)
+    again.add_argument(
+        "--dry-run", action="store_true", help="print who would change; write nothing"
+    )
+    again.add_argument("--jobs", type=int, default=None, help="parallel gradings (default: cores)")
+    again.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
+    for flag in ("--scheduler", "--certificates"):
+        again.add_argument(flag, default=None, help="as for grade-all")
+    again.add_argument("--insecure-cluster", action="store_true", help="as for grade-all")
+    common(again)
     final = commands.add_parser(
         "export",
         help="part 8 from the course's gradebook into grades.csv, and the final feedback",
@@ -227,7 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the notebook students were given; its code is left out (default: %(default)s)",
     )
     similar.add_argument(
-        "--pages", type=int, default=200, metavar="N", help="pair pages written at most (default: 200)"
+        "--pages",
+        type=int,
+        default=200,
+        metavar="N",
+        help="pair pages written at most (default: 200)",
     )
     certificates = commands.add_parser(
         "cluster-certificates",
@@ -437,6 +466,45 @@ def _grade_all(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _regrade(args: argparse.Namespace) -> int:
+    from autograder.core.cluster.connection import ClusterError, scheduler_address
+    from autograder.core.cluster.scheduling import ClusterGrading
+    from autograder.nbgrader.feedback_renderer import render_feedback
+    from autograder.nbgrader.folders import check_course_dir
+    from autograder.nbgrader.grader import Grader, check_jobs
+    from autograder.nbgrader.regrading import regrade
+
+    if args.course is not None:
+        check_course_dir(args.course, allow_git=args.allow_git)
+    if args.certificates is not None:
+        args.certificates = Path(args.certificates).resolve()
+    address, client = scheduler_address(args.scheduler), None
+    try:
+        if address:
+            client = _cluster_client(address, args)
+        isolate = not args.no_sandbox
+        course = None if args.dry_run else args.course
+        with Grader(
+            args.source, timeout=args.timeout, isolate=isolate and client is None, course=course
+        ) as grader:
+            done = regrade(
+                grader,
+                args.out,
+                dry_run=args.dry_run,
+                jobs=check_jobs(args.jobs),
+                cluster=ClusterGrading(client, isolate) if client is not None else None,
+                make_feedback=None if args.no_feedback else render_feedback,
+            )
+    except ClusterError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if client is not None:
+            client.close()
+    print(printable("\n".join(done.lines)))
+    return 0
+
+
 def _similarity(args: argparse.Namespace) -> int:
     from autograder.similarity.report import similarity_report
 
@@ -484,6 +552,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cluster_certificates(args)
         if args.command == "similarity":
             return _similarity(args)
+        if args.command == "regrade":
+            return _regrade(args)
         return _grade_all(args)
     except ValueError as error:  # bad --timeout, --jobs, source notebook...
         print(f"error: {error}", file=sys.stderr)

@@ -23,7 +23,7 @@ import nbformat
 from solutions.build_notebooks import RELEASE_NOTEBOOK
 from solutions.parts import PARTS
 
-__all__ = ["disguise", "everyone_alike", "student_parts", "write_class"]
+__all__ = ["disguise", "everyone_alike", "notebook_of", "student_parts", "write_class"]
 
 _CALLS = [
     "sum",
@@ -101,7 +101,8 @@ def disguise(code: str, seed: int) -> str:
     return re.sub(r"\b(\d{2,3})\b", lambda m: str(int(m.group(1)) + 1), code, count=1)
 
 
-def _notebook(parts: Mapping[str, str]) -> nbformat.NotebookNode:
+def notebook_of(parts: Mapping[str, str]) -> nbformat.NotebookNode:
+    """The release notebook with ``parts`` (key -> code) in place of each part's stub."""
     nb = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
     for cell in nb.cells:
         key = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -122,10 +123,10 @@ def write_class(out: Path, students: Mapping[str, Mapping[str, str]], earlier=No
         folder.mkdir(parents=True, exist_ok=True)
         if earlier and student in earlier:
             nbformat.write(
-                _notebook(earlier[student]), folder / "20260301T100000Z-000000000000.ipynb"
+                notebook_of(earlier[student]), folder / "20260301T100000Z-000000000000.ipynb"
             )
         path = folder / "20260302T100000Z-111111111111.ipynb"
-        nbformat.write(_notebook(parts), path)
+        nbformat.write(notebook_of(parts), path)
         rows.append(
             {"student": student, "status": "graded", "received": str(path.relative_to(out))}
         )

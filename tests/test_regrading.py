@@ -1,0 +1,124 @@
+"""``regrade`` on a generated class, with a stand-in for the grader (no sandboxed run).
+
+The class is first written as ``grade-all`` writes it (``write_outputs``: received copies,
+submission times, a deadline, one late student, a resubmission); the "fixed" grader then
+scores ``a2c`` differently for two students. Only those two rows may change, with their late
+data; a dry run writes nothing. The real grader's assessments and the course's part 8 are
+``tests/test_semester.py``'s (not run again here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.core.assessor import Assessment
+from autograder.core.intake.collect import Submission
+from autograder.core.reports.course_points import CoursePoints
+from autograder.core.reports.grade_result import GradeResult, PartScore
+from autograder.nbgrader.class_reports.grades_csv import read_rows, write_rows
+from autograder.nbgrader.class_reports.writing import write_outputs
+from autograder.nbgrader.regrading import regrade, stored_submissions
+from solutions.parts import PARTS
+from tests.submissions.generated_class import notebook_of, student_parts
+
+POINTS = CoursePoints({key: 2.0 for key in PARTS}, {})
+DEADLINE = datetime(2026, 3, 1, 22, 59, tzinfo=timezone.utc)
+
+
+class FixedGrader:
+    """Scores every part 2, except ``a2c`` of the students in ``fixed`` (0 after the fix)."""
+
+    def __init__(self, fixed: set[str]) -> None:
+        self.points, self.course, self.fixed, self.recorded = POINTS, None, fixed, []
+
+    def assess(self, data: bytes, student: str, name: str, threads: int) -> Assessment:
+        score = {k: 0.0 if (k == "a2c" and student in self.fixed) else 2.0 for k in PARTS}
+        parts = {k: PartScore(v, 2.0, "") for k, v in score.items()}
+        return Assessment(GradeResult(student, parts=parts), data.decode())
+
+    def record(self, assessment: Assessment) -> GradeResult:
+        self.recorded.append(assessment.result.student)
+        return assessment.result
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def graded(tmp_path: Path) -> Path:
+    inbox, out = tmp_path / "inbox", tmp_path / "grading-output"
+    subs = []
+    for number in range(6):
+        student = f"s{number}"
+        path = inbox / student / "a2c.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(notebook_of(student_parts(number)), path)
+        when = DEADLINE.timestamp() + (3600 * 5 if student == "s4" else -3600)  # s4 late
+        os.utime(path, (when, when))
+        subs.append(Submission(student, path, when))
+    results = [
+        FixedGrader(set()).assess(s.path.read_bytes(), s.student, "", 1).result for s in subs
+    ]
+    for result, sub in zip(results, subs, strict=True):
+        result.source = str(sub.path)
+    write_outputs(out, results, POINTS, subs, deadline=DEADLINE, histogram=False)
+    # s1 resubmits: the kept copy that counts is the newer file
+    newer = inbox / "again" / "s1.ipynb"
+    newer.parent.mkdir()
+    nbformat.write(notebook_of(student_parts(99)), newer)
+    again = [Submission("s1", newer, DEADLINE.timestamp() - 60)]
+    first = FixedGrader(set()).assess(newer.read_bytes(), "s1", "", 1).result
+    first.source = str(newer)
+    write_outputs(out, [first], POINTS, again, deadline=DEADLINE, histogram=False)
+    rows, columns = read_rows(out / "grades.csv")  # s4's file came from an LMS zip
+    next(row for row in rows if row["student"] == "s4")["submitted_from"] = "zip member time"
+    write_rows(rows, columns, out / "grades.csv")
+    return out
+
+
+def test_the_kept_files_that_count_are_graded_again(graded):
+    subs, skipped = stored_submissions(graded)
+    rows = {row["student"]: row for row in read_rows(graded / "grades.csv")[0]}
+    assert [s.student for s in subs] == [f"s{n}" for n in range(6)] and skipped == []
+    s1 = next(s for s in subs if s.student == "s1")
+    assert (
+        str(s1.path).endswith(rows["s1"]["received"]) and len(list(s1.path.parent.iterdir())) == 2
+    )
+
+
+def test_a_dry_run_says_who_moves_and_writes_nothing(graded):
+    before = {p: _digest(p) for p in graded.rglob("*") if p.is_file()}
+    grader = FixedGrader({"s2", "s4"})
+    done = regrade(grader, graded, dry_run=True)
+    assert done.moved == ["s2", "s4"] and done.unchanged == 4 and grader.recorded == []
+    assert done.lines[0] == "2 of 6 student(s) changed; the others left as they were"
+    assert "  s2: 12 of 10 -> 10 of 10, -2 (a2c 2 -> 0)" in done.lines
+    assert done.lines[-1] == "dry run: nothing written"
+    assert {p: _digest(p) for p in graded.rglob("*") if p.is_file()} == before
+
+
+def test_only_the_grades_that_moved_are_recorded_with_their_late_data(graded):
+    rows = {row["student"]: row for row in read_rows(graded / "grades.csv")[0]}
+    grader = FixedGrader({"s2", "s4"})
+    done = regrade(grader, graded)
+    assert grader.recorded == ["s2", "s4"]
+    after = {row["student"]: row for row in read_rows(graded / "grades.csv")[0]}
+    for student in ("s0", "s1", "s3", "s5"):
+        assert after[student] == rows[student]  # left as it was, graded_at included
+    for student in ("s2", "s4"):
+        assert after[student]["a2c"] == "0" and after[student]["total"] == "10"
+        for name in ("submitted_at", "submitted_from", "minutes_late"):
+            assert after[student][name] == rows[student][name], name
+    assert (after["s4"]["minutes_late"], after["s4"]["submitted_from"]) == (
+        "300",
+        "zip member time",
+    )
+    assert "replaced s2: 12 of 10 -> 10 of 10" in "\n".join(done.lines)
+    assert "grades.csv, what changed:" in done.lines

@@ -117,6 +117,9 @@ def late(tmp_path_factory):
         name: list(csv.reader((out / "lms" / f"{name}.csv").open(encoding="utf-8")))
         for name in ("canvas", "moodle", "grades_long")
     }
+    command = ["export", "--course", str(course.root), "--out", str(out), "--no-feedback"]
+    assert main([*command, "--missing-as-zero", "--lms-column", "A2C (48213)"]) == 0
+    steps["lms_asked"] = list(csv.reader((out / "lms" / "canvas.csv").open(encoding="utf-8")))
     _nbgrader(course, "export")
     with (course.root / "grades.csv").open() as handle:
         steps["nbgrader_export"] = {row["student_id"]: row for row in csv.DictReader(handle)}
@@ -209,3 +212,6 @@ def test_the_lms_files_carry_the_final_total_and_leave_a_missing_student_empty(l
     total = [line for line in late["lms"]["grades_long"] if line[:2] == ["dave", "total"]]
     assert total == [["dave", "total", "12", "15", "3000", "4.5", "graded"]]
     assert "no submission, an empty cell" in late["export2"] and "frank" in late["export2"]
+    asked = {line[0]: line for line in late["lms_asked"]}  # export --missing-as-zero
+    assert asked["Student"][5] == "A2C (48213)" and asked["Fox, Frank"][5] == "0"
+    assert asked["Diaz, Dave"][5] == "12"

@@ -13,6 +13,7 @@ import hashlib
 import os
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -24,6 +25,7 @@ from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.nbgrader.class_reports.grades_csv import read_rows, write_rows
 from autograder.nbgrader.class_reports.writing import write_outputs
 from autograder.nbgrader.regrading import regrade, stored_submissions
+from solutions.build_notebooks import RELEASE_NOTEBOOK
 from solutions.parts import PARTS
 from tests.submissions.generated_class import notebook_of, student_parts
 
@@ -122,3 +124,11 @@ def test_only_the_grades_that_moved_are_recorded_with_their_late_data(graded):
     )
     assert "replaced s2: 12 of 10 -> 10 of 10" in "\n".join(done.lines)
     assert "grades.csv, what changed:" in done.lines
+
+
+def test_a_point_value_the_course_cannot_record_is_refused_before_grading(graded):
+    grader = FixedGrader({"s2"})  # every part worth 2: the course's release says otherwise
+    grader.course = SimpleNamespace(release_notebook=RELEASE_NOTEBOOK)
+    with pytest.raises(ValueError, match=r"points differ from the course's release \(a2c 4 -> 2"):
+        regrade(grader, graded)
+    assert grader.recorded == []

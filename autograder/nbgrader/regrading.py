@@ -43,7 +43,14 @@ from autograder.nbgrader.class_reports.grades_csv import (
     write_rows,
 )
 
-__all__ = ["KEPT_COLUMNS", "Regrade", "moved_lines", "regrade", "stored_submissions"]
+__all__ = [
+    "KEPT_COLUMNS",
+    "Regrade",
+    "check_course_points",
+    "moved_lines",
+    "regrade",
+    "stored_submissions",
+]
 
 #: The columns of a row a regrade keeps as they were: when and how late the file came in.
 KEPT_COLUMNS = ("submitted_at", "submitted_from", "minutes_late")
@@ -129,6 +136,39 @@ def moved_lines(
     return lines, moved
 
 
+def check_course_points(grader: Any) -> None:
+    """Refuse a grader whose points differ from its course's release.
+
+    The course's gradebook keeps the points of the release it was made with (nbgrader refuses
+    to record a score above them, and removes that student's graded notebook when it does), so
+    a changed point value cannot be recorded into it: stop before anything is graded.
+
+    Raises:
+        ValueError: the points differ (the message names the parts).
+    """
+    course = getattr(grader, "course", None)
+    if course is None:
+        return
+    import nbformat
+
+    from autograder.core.reports.course_points import course_points
+
+    kept = course_points(nbformat.read(course.release_notebook, as_version=4))
+    new = grader.points
+    differ = [
+        f"{key} {kept.auto.get(key, 0):g} -> {new.auto.get(key, 0):g}"
+        for key in sorted(set(kept.auto) | set(new.auto))
+        if kept.auto.get(key) != new.auto.get(key)
+    ]
+    if differ or kept.manual != new.manual:
+        raise ValueError(
+            f"the source notebook's points differ from the course's release ({', '.join(differ) or 'part 8'}): "
+            "the course's gradebook keeps the release's points, so these scores cannot be "
+            "recorded into it, and nothing was graded. A new point value needs a new course "
+            "(grade-all --course NEW_DIR); hidden tests and the reference can change in place."
+        )
+
+
 def _assess_all(grader: Any, subs: Sequence[Submission], jobs: int, cluster: Any) -> list:
     """The assessments of ``subs`` (nothing recorded), on ``cluster`` or in ``jobs`` threads."""
     if cluster is not None:
@@ -168,6 +208,7 @@ def regrade(
     :class:`~autograder.nbgrader.grader.Grader`) and record those whose grade moved (none with
     ``dry_run``); ``make_feedback(course, student)`` makes a moved student's page."""
     out = Path(out).resolve()
+    check_course_points(grader)
     subs, skipped = stored_submissions(out)
     old_rows, columns = read_rows(out / "grades.csv")
     old = {row["student"]: row for row in old_rows if row.get("student")}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -53,8 +54,10 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture
-def graded(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def first_grading(tmp_path_factory) -> Path:
+    """The class as grade-all leaves it (made once; each test gets a copy, ``graded``)."""
+    tmp_path = tmp_path_factory.mktemp("first")
     inbox, out = tmp_path / "inbox", tmp_path / "grading-output"
     subs = []
     for number in range(6):
@@ -83,6 +86,11 @@ def graded(tmp_path: Path) -> Path:
     next(row for row in rows if row["student"] == "s4")["submitted_from"] = "zip member time"
     write_rows(rows, columns, out / "grades.csv")
     return out
+
+
+@pytest.fixture
+def graded(first_grading: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(first_grading, tmp_path / "grading-output", symlinks=True))
 
 
 def test_the_kept_files_that_count_are_graded_again(graded):

@@ -10,6 +10,7 @@ none.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -46,7 +47,10 @@ class PairFinding:
 
 
 def pair_file_name(a: str, b: str) -> str:
-    return f"{a}--{b}.html"
+    """The pair page's file name: the two ids with anything but letters, digits, ``.``, ``_``
+    and ``-`` as ``_`` (ids from ``grades.csv`` are that already; a hand-edited one cannot
+    name a path outside ``pairs/``)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"{a}--{b}").lstrip(".") + ".html"
 
 
 def _page(title: str, body: str) -> str:

@@ -140,3 +140,41 @@ def test_a_point_value_the_course_cannot_record_is_refused_before_grading(graded
     with pytest.raises(ValueError, match=r"points differ from the course's release \(a2c 4 -> 2"):
         regrade(grader, graded)
     assert grader.recorded == []
+
+
+@pytest.mark.slow
+def test_a_moved_student_is_recorded_in_a_real_course_with_part_8_kept(tmp_path: Path):
+    """The grader's own recording (nbgrader autograde into the course, which sets part 8 aside
+    for a new submission) for a student whose a2c moved: part 8 is put back, the feedback page
+    is final, and the row's total follows."""
+    from autograder.nbgrader.class_reports.hand_scores import manual_scores
+    from autograder.nbgrader.course import open_course
+    from autograder.nbgrader.feedback_renderer import render_feedback
+    from autograder.nbgrader.final_export import export
+    from autograder.nbgrader.grader import Grader
+    from tests.test_part8_policy import _formgrader_saves, _grade, _scores
+
+    (tmp_path / "roster.csv").write_text("id,first_name,last_name,email\nbob,Bob,Brown,b@x\n")
+    course, out = open_course(tmp_path / "course"), tmp_path / "out"
+    _grade(course, out, "bob", _scores(course, 2.0), "It rose.", -3600)
+    _formgrader_saves(course, "bob", 2.5)
+    export(course.root, out, feedback=False)
+    before = {row["student"]: row for row in read_rows(out / "grades.csv")[0]}["bob"]
+    with Grader(course=course.root) as grader:
+
+        def assess(data: bytes, student: str, name: str, threads: int) -> Assessment:
+            top = grader.points.auto
+            scores = _scores(course, 2.0, a2c=1.0)
+            parts = {key: PartScore(value, top[key], "") for key, value in scores.items()}
+            return Assessment(GradeResult(student, parts=parts), data.decode())
+
+        grader.assess = assess
+        done = regrade(grader, out, make_feedback=render_feedback)
+    after = {row["student"]: row for row in read_rows(out / "grades.csv")[0]}["bob"]
+    assert done.moved == ["bob"], done.lines
+    assert (before["a2c"], after["a2c"]) == ("4", "1")
+    assert (after["discussion"], after["total"]) == ("2.5", "13.5") and before["total"] == "16.5"
+    assert manual_scores(course.db_url, ["bob"]) == {"bob": {"discussion": 2.5}}
+    page = (out / "feedback" / "bob.html").read_text(encoding="utf-8")
+    assert "a2c: 13.5 / 15.0 points (final: every part graded)" in page
+    assert any(line.startswith("replaced bob: 16.5 of 15 -> 13.5 of 15") for line in done.lines)

@@ -3,8 +3,8 @@
 The class is first written as ``grade-all`` writes it (``write_outputs``: received copies,
 submission times, a deadline, one late student, a resubmission); the "fixed" grader then
 scores ``a2c`` differently for two students. Only those two rows may change, with their late
-data; a dry run writes nothing. The real grader's assessments and the course's part 8 are
-``tests/test_semester.py``'s (not run again here).
+data; a dry run writes nothing. The last test (slow) records a moved student with the grader's
+own recording into a real nbgrader course, where part 8 must be kept.
 """
 
 from __future__ import annotations

@@ -469,6 +469,7 @@ def _grade_all(args: argparse.Namespace) -> int:
 def _regrade(args: argparse.Namespace) -> int:
     from autograder.core.cluster.connection import ClusterError, scheduler_address
     from autograder.core.cluster.scheduling import ClusterGrading
+    from autograder.nbgrader.course import CourseTemplate
     from autograder.nbgrader.feedback_renderer import render_feedback
     from autograder.nbgrader.folders import check_course_dir
     from autograder.nbgrader.grader import Grader, check_jobs
@@ -487,6 +488,8 @@ def _regrade(args: argparse.Namespace) -> int:
         with Grader(
             args.source, timeout=args.timeout, isolate=isolate and client is None, course=course
         ) as grader:
+            if args.dry_run and args.course is not None:  # read only: what the course holds
+                grader.course = CourseTemplate(args.course, persistent=True)
             done = regrade(
                 grader,
                 args.out,

@@ -27,7 +27,7 @@ from autograder.nbgrader.class_reports.grades_csv import read_rows, write_rows
 from autograder.nbgrader.class_reports.writing import write_outputs
 from autograder.nbgrader.regrading import regrade, stored_submissions
 from solutions.build_notebooks import RELEASE_NOTEBOOK
-from solutions.parts import PARTS
+from solutions.parts import ASSIGNMENT, PARTS
 from tests.submissions.generated_class import notebook_of, student_parts
 
 POINTS = CoursePoints({key: 2.0 for key in PARTS}, {})
@@ -134,12 +134,37 @@ def test_only_the_grades_that_moved_are_recorded_with_their_late_data(graded):
     assert "grades.csv, what changed:" in done.lines
 
 
-def test_a_point_value_the_course_cannot_record_is_refused_before_grading(graded):
-    grader = FixedGrader({"s2"})  # every part worth 2: the course's release says otherwise
-    grader.course = SimpleNamespace(release_notebook=RELEASE_NOTEBOOK)
-    with pytest.raises(ValueError, match=r"points differ from the course's release \(a2c 4 -> 2"):
-        regrade(grader, graded)
-    assert grader.recorded == []
+def test_grade_all_refuses_a_changed_point_value_and_names_the_regrade_to_run(graded, tmp_path):
+    """nbgrader records no score above the course's points (and removes that student's graded
+    notebook): grade-all stops before grading and says which command brings the course along."""
+    from autograder.nbgrader.grader import grade_many
+
+    grader = FixedGrader(set())  # every part worth 2: the course's release says otherwise
+    grader.course = SimpleNamespace(release_notebook=RELEASE_NOTEBOOK, root=tmp_path / "my course")
+    subs, _ = stored_submissions(graded)
+    out = tmp_path / "new-output"
+    with pytest.raises(ValueError) as refused:
+        grade_many(grader, subs, out, progress=False)
+    message = str(refused.value)
+    assert "points differ from the course's release (a2c 4 -> 2," in message
+    assert f"python -m autograder regrade {out} --course '{tmp_path / 'my course'}'" in message
+    assert grader.recorded == [] and not out.exists()
+
+
+def _source_worth(tmp_path: Path, **points: float) -> Path:
+    """The solution notebook with the given parts' points changed."""
+    from solutions.build_notebooks import SOURCE_NOTEBOOK
+
+    nb = nbformat.read(SOURCE_NOTEBOOK, as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        key = str(meta.get("grade_id", "")).removeprefix("test_")
+        if meta.get("grade") and key in points:
+            meta["points"] = points[key]
+    path = tmp_path / "changed" / "a2c.ipynb"
+    path.parent.mkdir()
+    nbformat.write(nb, path)
+    return path
 
 
 @pytest.mark.slow
@@ -178,3 +203,61 @@ def test_a_moved_student_is_recorded_in_a_real_course_with_part_8_kept(tmp_path:
     page = (out / "feedback" / "bob.html").read_text(encoding="utf-8")
     assert "a2c: 13.5 / 15.0 points (final: every part graded)" in page
     assert any(line.startswith("replaced bob: 16.5 of 15 -> 13.5 of 15") for line in done.lines)
+
+
+@pytest.mark.slow
+def test_a_changed_point_value_is_brought_into_the_course_then_regraded(tmp_path: Path):
+    """a2c worth 6 instead of 4 in the source: regrade runs nbgrader's generate_assignment in
+    the course, whose gradebook then holds 6 as a2c's maximum, records bob's 6 (nbgrader
+    refused it before), keeps his part 8 score, comment and late data, and amy, whose grade
+    did not move, keeps her gradebook entry; grade-all then grades with the course as it is."""
+    from nbgrader.api import Gradebook
+
+    from autograder.nbgrader.course import open_course
+    from autograder.nbgrader.final_export import export
+    from autograder.nbgrader.grader import Grader
+    from autograder.nbgrader.regrading import point_changes
+    from tests.test_part8_policy import _formgrader_saves, _grade, _scores
+
+    (tmp_path / "roster.csv").write_text(
+        "id,first_name,last_name,email\nbob,Bob,Brown,b@x\namy,Amy,Adams,a@x\n"
+    )
+    course, out = open_course(tmp_path / "course"), tmp_path / "out"
+    _grade(course, out, "bob", _scores(course, 2.0), "It rose.", 3600)
+    _grade(course, out, "amy", _scores(course, 2.0, a2c=0.0), "It fell.", -3600)
+    _formgrader_saves(course, "bob", 2.5)
+    with Gradebook(course.db_url) as gradebook:
+        gradebook.find_comment("discussion", "a2c", ASSIGNMENT, "bob").manual_comment = "Clear."
+        gradebook.db.commit()
+    export(course.root, out, feedback=False)
+    before = {row["student"]: row for row in read_rows(out / "grades.csv")[0]}
+    with Grader(_source_worth(tmp_path, a2c=6.0), course=course.root) as grader:
+        assert point_changes(grader.points, grader.course) == ["a2c 4 -> 6"]
+
+        def assess(data: bytes, student: str, name: str, threads: int) -> Assessment:
+            top = grader.points.auto
+            scores = _scores(course, 2.0, a2c=0.0 if student == "amy" else 6.0)
+            parts = {key: PartScore(value, top[key], "") for key, value in scores.items()}
+            return Assessment(GradeResult(student, parts=parts), data.decode())
+
+        grader.assess = assess
+        done = regrade(grader, out)
+        assert point_changes(grader.points, grader.course) == []
+    assert done.lines[0] == "the course's points follow the source notebook: a2c 4 -> 6"
+    assert done.moved == ["bob"], done.lines
+    after = {row["student"]: row for row in read_rows(out / "grades.csv")[0]}
+    assert (before["bob"]["a2c"], after["bob"]["a2c"]) == ("4", "6")
+    assert after["bob"]["discussion"] == "2.5" and after["bob"]["status"] == "graded"
+    for name in ("submitted_at", "minutes_late", "late_penalty"):
+        assert after["bob"][name] == before["bob"][name], name
+    assert before["bob"]["max_total"] == "15" and {r["max_total"] for r in after.values()} == {"17"}
+    assert after["amy"]["total"] == before["amy"]["total"]
+    with Gradebook(course.db_url) as gradebook:
+        assert gradebook.find_grade_cell("test_a2c", "a2c", ASSIGNMENT).max_score == 6.0
+        grade = gradebook.find_grade("test_a2c", "a2c", ASSIGNMENT, "bob")
+        assert (grade.score, grade.max_score) == (6.0, 6.0)
+        part8 = gradebook.find_grade("discussion", "a2c", ASSIGNMENT, "bob")
+        comment = gradebook.find_comment("discussion", "a2c", ASSIGNMENT, "bob")
+        assert (part8.manual_score, comment.manual_comment) == (2.5, "Clear.")
+        assert gradebook.find_grade("test_a2c", "a2c", ASSIGNMENT, "amy").score == 0.0
+    assert course.autograded_notebook("bob").is_file()

@@ -14,7 +14,14 @@ assesses. Then, student by student:
   those of the row (the late penalty is the course's rule on them, as before); their feedback
   page is made again.
 
-The lines it prints say who changed and by how much (before, after, the parts that moved,
+A changed point value is first brought into the course (:func:`update_course_points`: the
+new source notebook and nbgrader's ``generate_assignment --force`` there), so that the course's
+gradebook, which records scores only up to its release's points, holds the new maxima; part 8
+scores and comments, submissions and their times stay as they were, and every row's
+``max_total`` follows. ``grade-all --course`` with such a source is refused before grading and
+names this command (:func:`refuse_changed_points`).
+
+The lines it prints say which parts' points changed, who changed and by how much (before, after, the parts that moved,
 :func:`moved_lines`), then ``grade-all``'s change log of ``grades.csv``. ``--dry-run``
 assesses and prints the same lines without writing anything.
 """
@@ -37,6 +44,7 @@ from autograder.core.reports.safe_text import points_text
 from autograder.nbgrader.class_reports.change_lines import describe
 from autograder.nbgrader.class_reports.grades_csv import (
     number_in,
+    points_cell,
     read_rows,
     result_row,
     retotal,
@@ -46,10 +54,12 @@ from autograder.nbgrader.class_reports.grades_csv import (
 __all__ = [
     "KEPT_COLUMNS",
     "Regrade",
-    "check_course_points",
     "moved_lines",
+    "point_changes",
+    "refuse_changed_points",
     "regrade",
     "stored_submissions",
+    "update_course_points",
 ]
 
 #: The columns of a row a regrade keeps as they were: when and how late the file came in.
@@ -136,37 +146,116 @@ def moved_lines(
     return lines, moved
 
 
-def check_course_points(grader: Any) -> None:
-    """Refuse a grader whose points differ from its course's release.
-
-    The course's gradebook keeps the points of the release it was made with (nbgrader refuses
-    to record a score above them, and removes that student's graded notebook when it does), so
-    a changed point value cannot be recorded into it: stop before anything is graded.
-
-    Raises:
-        ValueError: the points differ (the message names the parts).
-    """
-    course = getattr(grader, "course", None)
-    if course is None:
-        return
+def point_changes(points: CoursePoints, course: Any) -> list[str]:
+    """``["a2c 4 -> 2", ...]``: the parts (part 8 included) whose ``points`` (the grader's
+    source) differ from those of ``course``'s release; empty without a course or when they agree."""
+    if course is None or not Path(course.release_notebook).is_file():
+        return []
     import nbformat
 
     from autograder.core.reports.course_points import course_points
 
     kept = course_points(nbformat.read(course.release_notebook, as_version=4))
-    new = grader.points
-    differ = [
-        f"{key} {kept.auto.get(key, 0):g} -> {new.auto.get(key, 0):g}"
-        for key in sorted(set(kept.auto) | set(new.auto))
-        if kept.auto.get(key) != new.auto.get(key)
+    return [
+        f"{key} {old.get(key, 0):g} -> {now.get(key, 0):g}"
+        for old, now in ((kept.auto, points.auto), (kept.manual, points.manual))
+        for key in sorted(set(old) | set(now))
+        if old.get(key) != now.get(key)
     ]
-    if differ or kept.manual != new.manual:
-        raise ValueError(
-            f"the source notebook's points differ from the course's release ({', '.join(differ) or 'part 8'}): "
-            "the course's gradebook keeps the release's points, so these scores cannot be "
-            "recorded into it, and nothing was graded. A new point value needs a new course "
-            "(grade-all --course NEW_DIR); hidden tests and the reference can change in place."
+
+
+def refuse_changed_points(grader: Any, out: Path) -> None:
+    """Stop ``grade-all --course`` before anything is graded when the source's points differ
+    from the course's release: nbgrader records a score only up to the release's points (and
+    removes the graded notebook of a student it refuses), so the course is brought to the new
+    points first, by ``regrade`` (:func:`update_course_points`).
+
+    Raises:
+        ValueError: the points differ (the message names the parts and the command to run).
+    """
+    changed = point_changes(grader.points, grader.course)
+    if changed:
+        import shlex
+
+        command = (
+            f"python -m autograder regrade {shlex.quote(str(out))} "
+            f"--course {shlex.quote(str(grader.course.root))}"
         )
+        raise ValueError(
+            f"the source notebook's points differ from the course's release "
+            f"({', '.join(changed)}), and the course's gradebook records scores on the release's "
+            f"points only: nothing was graded. Run `{command}` first (with the same --source, if "
+            "you gave one): it brings the course to the new points, keeping part 8 and the late "
+            "data, and grades the kept files again on them; then run grade-all again."
+        )
+
+
+def check_part8_fits(points: CoursePoints, course: Any) -> None:
+    """Refuse new points for part 8 that are below a part 8 score already given in ``course``
+    (formgrader would hold a score above its maximum).
+
+    Raises:
+        ValueError: such scores exist (the message names the students).
+    """
+    if course is None or not point_changes(points, course):
+        return
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from autograder.nbgrader.course import gradebook_session
+    from solutions.parts import ASSIGNMENT, NOTEBOOK
+
+    above = []
+    with gradebook_session(), Gradebook(course.db_url) as gradebook:
+        for student in gradebook.students:
+            try:
+                submission = gradebook.find_submission_notebook(NOTEBOOK, ASSIGNMENT, student.id)
+            except MissingEntry:  # on the roster, never submitted
+                continue
+            for grade in submission.grades:
+                top = points.manual.get(grade.name)
+                if top is not None and (grade.manual_score or 0.0) > top:
+                    above.append(f"{student.id} ({grade.name}: {grade.manual_score:g} > {top:g})")
+    if above:
+        raise ValueError(
+            f"part 8's new points are below scores already given: {', '.join(above)}. Lower "
+            "those scores in formgrader first, or keep part 8's points; nothing was changed."
+        )
+
+
+def update_course_points(grader: Any) -> list[str]:
+    """Bring the course's release and gradebook to ``grader``'s points: the grader's source
+    notebook goes into the course and nbgrader's ``generate_assignment --force`` runs there,
+    which sets each graded cell's new maximum and keeps every submission, score, part 8 score
+    and comment. Returns :func:`point_changes` as it was (empty: nothing was done)."""
+    changed = point_changes(grader.points, grader.course)
+    if not changed:
+        return []
+    import shutil
+
+    from autograder.nbgrader.course import run_nbgrader
+    from autograder.nbgrader.preprocessors.save_extra_credit import bonus_as_extra_credit
+    from solutions.parts import ASSIGNMENT, NOTEBOOK
+
+    course, name = grader.course, Path("source") / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    shutil.copyfile(grader.template.course / name, course.course / name)
+    run_nbgrader(course, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
+    bonus_as_extra_credit(course.db_url, ASSIGNMENT, NOTEBOOK)
+    return changed
+
+
+def _write_new_maximum(
+    out: Path, points: CoursePoints | None, old: Mapping[str, Mapping[str, str]], moved: set
+) -> None:
+    """Rewrite ``grades.csv`` with the late data of the first grading for the ``moved``
+    students, and, with ``points`` (the course's points changed), every row's ``max_total``."""
+    rows, columns = read_rows(out / "grades.csv")
+    for row in rows:
+        if row.get("student") in moved:
+            for name in KEPT_COLUMNS:
+                row[name] = old[row["student"]].get(name, "")
+        if points is not None and row.get("max_total"):
+            row["max_total"] = points_cell(points.full_marks)
+    write_rows(rows, columns, out / "grades.csv")
 
 
 def _assess_all(grader: Any, subs: Sequence[Submission], jobs: int, cluster: Any) -> list:
@@ -208,7 +297,9 @@ def regrade(
     :class:`~autograder.nbgrader.grader.Grader`) and record those whose grade moved (none with
     ``dry_run``); ``make_feedback(course, student)`` makes a moved student's page."""
     out = Path(out).resolve()
-    check_course_points(grader)
+    course = grader.course
+    check_part8_fits(grader.points, course)
+    changed = point_changes(grader.points, course)
     subs, skipped = stored_submissions(out)
     old_rows, columns = read_rows(out / "grades.csv")
     old = {row["student"]: row for row in old_rows if row.get("student")}
@@ -216,15 +307,22 @@ def regrade(
     lines, moved = moved_lines(old, [a.result for a in assessments], grader.points)
     header = f"{len(moved)} of {len(assessments)} student(s) changed; the others left as they were"
     lines = [header, *[f"  {line}" for line in lines], *[f"  {line}" for line in skipped]]
-    if dry_run or not moved:
-        if dry_run:
-            lines.append("dry run: nothing written")
+    if changed:
+        verb = "would follow" if dry_run else "follow"
+        lines.insert(0, f"the course's points {verb} the source notebook: {', '.join(changed)}")
+    if dry_run:
+        lines.append("dry run: nothing written")
+        return Regrade(lines, moved, len(assessments) - len(moved))
+    if changed:
+        update_course_points(grader)
+    if not moved:
+        if changed:
+            _write_new_maximum(out, grader.points, {}, set())
         return Regrade(lines, moved, len(assessments) - len(moved))
     from autograder.nbgrader.class_reports.writing import write_reports
     from autograder.nbgrader.part8_regrading import put_back_hand_grades, saved_hand_grades
     from solutions.parts import ASSIGNMENT, NOTEBOOK
 
-    course = grader.course
     graded_by_hand = [
         student
         for student in moved
@@ -265,12 +363,7 @@ def regrade(
         [],
         feedback_dir=None,
     )
-    rows, columns = read_rows(out / "grades.csv")
-    for row in rows:  # the late data of the first grading
-        if row.get("student") in moved:
-            for name in KEPT_COLUMNS:
-                row[name] = old[row["student"]].get(name, "")
-    write_rows(rows, columns, out / "grades.csv")
+    _write_new_maximum(out, grader.points if changed else None, old, set(moved))
     if make_feedback is not None and course is not None:
         import shutil
 

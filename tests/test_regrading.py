@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -241,6 +242,15 @@ def test_a_changed_point_value_is_brought_into_the_course_then_regraded(tmp_path
             return Assessment(GradeResult(student, parts=parts), data.decode())
 
         grader.assess = assess
+        release = course.release_notebook.read_bytes()
+        looked = regrade(grader, out, dry_run=True)
+        assert looked.lines[0] == "the course's points would follow the source notebook: a2c 4 -> 6"
+        real = grader.points  # part 8 worth 2 now: bob's 2.5 would stand above it
+        grader.points = replace(real, manual={"discussion": 2.0})
+        with pytest.raises(ValueError, match=r"scores already given: bob \(discussion: 2.5 > 2\)"):
+            regrade(grader, out)
+        grader.points = real
+        assert course.release_notebook.read_bytes() == release
         done = regrade(grader, out)
         assert point_changes(grader.points, grader.course) == []
     assert done.lines[0] == "the course's points follow the source notebook: a2c 4 -> 6"

@@ -22,6 +22,7 @@ from autograder.similarity.fingerprints import (
     fingerprint,
     normalised_tokens,
 )
+from autograder.similarity.pair_pages import pair_file_name
 from autograder.similarity.report import similarity_report
 from solutions.build_notebooks import RELEASE_NOTEBOOK
 from solutions.parts import PARTS
@@ -31,13 +32,15 @@ from tests.submissions.generated_class import (
     student_parts,
     write_class,
 )
+from tests.submissions.hostile import REPORT_ATTACKS
 
 RELEASE_CODE = max(
     (c.source for c in nbformat.read(RELEASE_NOTEBOOK, as_version=4).cells
      if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade_id") not in PARTS),
     key=len,
 )  # fmt: skip
-HOSTILE = 'x = "</pre><script>alert(1)</script>"\nopen("/tmp/a2c-similarity-ran", "w")'
+MARKER = Path("/tmp/a2c-similarity-ran")
+HOSTILE = REPORT_ATTACKS["escape_page"].replace("{marker}", str(MARKER))  # in s03's and s07's a2c
 
 
 def _class(size: int = 30) -> tuple[dict, dict]:
@@ -78,13 +81,22 @@ def test_the_pair_page_shows_both_sides_marked_and_escaped(report):
     page = (folder / "pairs" / "s03--s07.html").read_text(encoding="utf-8")
     assert page.count("<mark>") >= 10 and "renamed_0_" in page  # s07's names, s03's lines
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script" not in page
+    assert "&lt;img src=x onerror=alert(2)&gt;&lt;!--" in page
+    assert "<img" not in page and "<!--" not in page and "</td><script" not in page
     assert '<h2>a2c <span class="flag">flagged</span></h2>' in page
     assert "<h2>model</h2>" in page  # the pair's other parts, for comparison
     assert "<h2>merge_time_batch" not in page  # what the whole class writes: not scored
     index = (folder / "index.html").read_text(encoding="utf-8")
     assert 'href="pairs/s03--s07.html"' in index and "<script" not in index
     assert sorted(p.name for p in (folder / "pairs").iterdir()) == ["s03--s07.html"]
-    assert not Path("/tmp/a2c-similarity-ran").exists()  # read as text, never run
+    assert not MARKER.exists()  # read as text, never run
+
+
+def test_a_student_id_never_names_a_pair_page_outside_pairs(tmp_path):
+    pairs = tmp_path / "similarity" / "pairs"
+    name = pair_file_name(REPORT_ATTACKS["escape_path"], "s01")
+    assert "/" not in name and not name.startswith(".") and name.endswith(".html")
+    assert (pairs / name).resolve().parent == pairs.resolve()
 
 
 def test_fingerprints_ignore_names_comments_spacing_and_keep_moved_statements():

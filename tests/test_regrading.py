@@ -152,6 +152,25 @@ def test_grade_all_refuses_a_changed_point_value_and_names_the_regrade_to_run(gr
     assert grader.recorded == [] and not out.exists()
 
 
+@pytest.mark.slow
+def test_grade_all_with_a_changed_point_value_stops_before_grading(tmp_path, capsys):
+    """As the instructor types it: a course made with the release, then grade-all --course with a
+    source whose a2c is worth 6: exit 2, the regrade command to run, nothing graded or removed."""
+    from autograder.cli import main
+    from autograder.nbgrader.course import open_course
+
+    course, inbox, out = open_course(tmp_path / "course"), tmp_path / "inbox", tmp_path / "out"
+    inbox.mkdir()
+    shutil.copyfile(RELEASE_NOTEBOOK, inbox / "ann.ipynb")
+    source = _source_worth(tmp_path, a2c=6.0)
+    argv = ["grade-all", str(inbox), "--out", str(out), "--course", str(course.root)]
+    assert main([*argv, "--source", str(source)]) == 2
+    error = capsys.readouterr().err
+    assert "points differ from the course's release (a2c 4 -> 6)" in error, error
+    assert f"Run `python -m autograder regrade {out} --course {course.root}` first" in error
+    assert not (out / "grades.csv").exists() and not (course.course / "submitted").exists()
+
+
 def _source_worth(tmp_path: Path, **points: float) -> Path:
     """The solution notebook with the given parts' points changed."""
     from solutions.build_notebooks import SOURCE_NOTEBOOK
@@ -253,7 +272,10 @@ def test_a_changed_point_value_is_brought_into_the_course_then_regraded(tmp_path
         assert course.release_notebook.read_bytes() == release
         done = regrade(grader, out)
         assert point_changes(grader.points, grader.course) == []
-    assert done.lines[0] == "the course's points follow the source notebook: a2c 4 -> 6"
+    assert done.lines[:2] == [
+        "the course's points follow the source notebook: a2c 4 -> 6",
+        "full marks 15 -> 17 in every row",
+    ]
     assert done.moved == ["bob"], done.lines
     after = {row["student"]: row for row in read_rows(out / "grades.csv")[0]}
     assert (before["bob"]["a2c"], after["bob"]["a2c"]) == ("4", "6")

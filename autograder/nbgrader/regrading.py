@@ -17,13 +17,13 @@ assesses. Then, student by student:
 A changed point value is first brought into the course (:func:`update_course_points`: the
 new source notebook and nbgrader's ``generate_assignment --force`` there), so that the course's
 gradebook, which records scores only up to its release's points, holds the new maxima; part 8
-scores and comments, submissions and their times stay as they were, and every row's
-``max_total`` follows. ``grade-all --course`` with such a source is refused before grading and
-names this command (:func:`refuse_changed_points`).
+scores and comments, submissions and their times stay as they were. With or without a course,
+every row's ``max_total`` follows new full marks. ``grade-all --course`` with such a source is
+refused before grading and names this command (:func:`refuse_changed_points`).
 
-The lines it prints say which parts' points changed, who changed and by how much (before, after, the parts that moved,
-:func:`moved_lines`), then ``grade-all``'s change log of ``grades.csv``. ``--dry-run``
-assesses and prints the same lines without writing anything.
+The lines it prints say which parts' points changed, who changed and by how much (before,
+after, the parts that moved, :func:`moved_lines`), then ``grade-all``'s change log of
+``grades.csv``. ``--dry-run`` assesses and prints the same lines without writing anything.
 """
 
 from __future__ import annotations
@@ -244,16 +244,16 @@ def update_course_points(grader: Any) -> list[str]:
 
 
 def _write_new_maximum(
-    out: Path, points: CoursePoints | None, old: Mapping[str, Mapping[str, str]], moved: set
+    out: Path, points: CoursePoints, old: Mapping[str, Mapping[str, str]], moved: set
 ) -> None:
     """Rewrite ``grades.csv`` with the late data of the first grading for the ``moved``
-    students, and, with ``points`` (the course's points changed), every row's ``max_total``."""
+    students, and every row's ``max_total`` as full marks are now (a point value changed)."""
     rows, columns = read_rows(out / "grades.csv")
     for row in rows:
         if row.get("student") in moved:
             for name in KEPT_COLUMNS:
                 row[name] = old[row["student"]].get(name, "")
-        if points is not None and row.get("max_total"):
+        if row.get("max_total"):
             row["max_total"] = points_cell(points.full_marks)
     write_rows(rows, columns, out / "grades.csv")
 
@@ -307,6 +307,10 @@ def regrade(
     lines, moved = moved_lines(old, [a.result for a in assessments], grader.points)
     header = f"{len(moved)} of {len(assessments)} student(s) changed; the others left as they were"
     lines = [header, *[f"  {line}" for line in lines], *[f"  {line}" for line in skipped]]
+    full = points_cell(grader.points.full_marks)
+    stale = sorted({row["max_total"] for row in old_rows if row.get("max_total") not in ("", full)})
+    if stale:
+        lines.insert(0, f"full marks {' or '.join(stale)} -> {full} in every row")
     if changed:
         verb = "would follow" if dry_run else "follow"
         lines.insert(0, f"the course's points {verb} the source notebook: {', '.join(changed)}")
@@ -316,7 +320,7 @@ def regrade(
     if changed:
         update_course_points(grader)
     if not moved:
-        if changed:
+        if stale:
             _write_new_maximum(out, grader.points, {}, set())
         return Regrade(lines, moved, len(assessments) - len(moved))
     from autograder.nbgrader.class_reports.writing import write_reports
@@ -363,7 +367,7 @@ def regrade(
         [],
         feedback_dir=None,
     )
-    _write_new_maximum(out, grader.points if changed else None, old, set(moved))
+    _write_new_maximum(out, grader.points, old, set(moved))
     if make_feedback is not None and course is not None:
         import shutil
 

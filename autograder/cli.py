@@ -214,8 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("--jobs", type=int, default=None, help="parallel gradings (default: cores)")
     again.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
-    for flag in ("--scheduler", "--certificates"):
-        again.add_argument(flag, default=None, help="as for grade-all")
+    again.add_argument("--scheduler", default=None, metavar="ADDRESS", help="as for grade-all")
+    again.add_argument(
+        "--certificates", type=Path, default=None, metavar="DIR", help="as for grade-all"
+    )
     again.add_argument("--insecure-cluster", action="store_true", help="as for grade-all")
     common(again)
     final = commands.add_parser(
@@ -477,8 +479,6 @@ def _regrade(args: argparse.Namespace) -> int:
 
     if args.course is not None:
         check_course_dir(args.course, allow_git=args.allow_git)
-    if args.certificates is not None:
-        args.certificates = Path(args.certificates).resolve()
     address, client = scheduler_address(args.scheduler), None
     try:
         if address:

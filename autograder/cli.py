@@ -8,7 +8,11 @@ Commands::
                                    [--course DIR [--allow-git]] [--scheduler tls://HOST:PORT
                                    --certificates DIR] [--insecure-cluster]
                                    [--deadline ISO-TIME] [--late-penalty RULE] [--roster CSV]
-    python -m autograder export --course DIR [--out DIR] [--no-feedback]
+    python -m autograder regrade OUT [--course DIR] [--dry-run] [--jobs N] [--scheduler ADDRESS
+                                 --certificates DIR] [--no-feedback] [--source NB]
+    python -m autograder export --course DIR [--out DIR] [--no-feedback] [--lms-column NAME]
+                                [--missing-as-zero]
+    python -m autograder similarity OUT [--release NB] [--pages N]
     python -m autograder cluster-certificates DIR
     python -m autograder gradescope [--out autograder.zip]
     python -m autograder prairielearn --out DIR [--image NAME]
@@ -42,7 +46,20 @@ plain ``tcp://`` scheduler is refused unless it is on this machine's loopback or
 the platform's container refuses bubblewrap (:mod:`autograder.core.isolation.container`).
 
 ``export`` reads part 8 (graded by hand in formgrader) from the course's gradebook into
-``grades.csv`` and makes every student's final feedback (``feedback/<student>.html``).
+``grades.csv``, makes every student's final feedback (``feedback/<student>.html``) and writes
+the grades for Canvas, Moodle and other LMSs into ``lms/``
+(:mod:`autograder.nbgrader.class_reports.lms_files`).
+
+``regrade`` grades every student's kept file of ``OUT/received/`` again after a change to
+the hidden tests, the reference or the points, records only the students whose grade moved
+(keeping part 8 and the late data), and prints who changed and by how much, then the change
+log of ``grades.csv``; ``--dry-run`` prints the same and writes nothing
+(:mod:`autograder.nbgrader.regrading`).
+
+``similarity`` reads the files ``grade-all`` kept in ``OUT/received/`` and writes a report of
+the pairs of students whose graded parts are unusually alike for this class, part by part, to
+``OUT/similarity/index.html``, with a page per pair (:mod:`autograder.similarity`); student
+code is read as text, never run.
 
 Exit status: 0 when every submission was graded, 1 when some could not be (listed on stderr),
 2 for a usage error; 1 also when the scheduler cannot be reached or a worker cannot grade.
@@ -66,6 +83,7 @@ from autograder.core.assessor import CELL_TIMEOUT
 from autograder.core.isolation import SandboxUnavailable
 from autograder.core.reports.safe_text import printable
 from autograder.nbgrader.course import SOURCE_NOTEBOOK, NbgraderError
+from solutions.build_notebooks import RELEASE_NOTEBOOK
 
 __all__ = ["build_parser", "grade_student", "main"]
 
@@ -183,6 +201,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common(many)
 
+    again = commands.add_parser(
+        "regrade", help="grade the kept files again after a fix; only the grades that moved change"
+    )
+    again.add_argument("out", type=Path, help="the --out folder of grade-all")
+    again.add_argument(
+        "--course", type=Path, default=None, metavar="DIR", help="the course graded into"
+    )
+    again.add_argument("--allow-git", action="store_true", help=argparse.SUPPRESS)
+    again.add_argument(
+        "--dry-run", action="store_true", help="print who would change; write nothing"
+    )
+    again.add_argument("--jobs", type=int, default=None, help="parallel gradings (default: cores)")
+    again.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
+    again.add_argument("--scheduler", default=None, metavar="ADDRESS", help="as for grade-all")
+    again.add_argument(
+        "--certificates", type=Path, default=None, metavar="DIR", help="as for grade-all"
+    )
+    again.add_argument("--insecure-cluster", action="store_true", help="as for grade-all")
+    common(again)
     final = commands.add_parser(
         "export",
         help="part 8 from the course's gradebook into grades.csv, and the final feedback",
@@ -190,7 +227,39 @@ def build_parser() -> argparse.ArgumentParser:
     final.add_argument("--course", type=Path, required=True, metavar="DIR", help="the course")
     final.add_argument("--out", type=Path, default=Path("grading-output"), help="output folder")
     final.add_argument("--no-feedback", action="store_true", help="skip the feedback HTML")
+    final.add_argument(
+        "--lms-column",
+        default="a2c",
+        metavar="NAME",
+        help="the assignment column of the LMS files in OUT/lms (default: %(default)s); for an "
+        "existing Canvas assignment, its header in Canvas's gradebook export, e.g. 'A2C (123456)'",
+    )
+    final.add_argument(
+        "--missing-as-zero",
+        action="store_true",
+        help="give a roster student without a submission 0 in the LMS files (default: an empty "
+        "cell, no grade)",
+    )
 
+    similar = commands.add_parser(
+        "similarity",
+        help="pairs of students whose graded parts are unusually alike (a report to read)",
+    )
+    similar.add_argument("out", type=Path, help="the --out folder of grade-all")
+    similar.add_argument(
+        "--release",
+        type=Path,
+        default=RELEASE_NOTEBOOK,
+        metavar="NB",
+        help="the notebook students were given; its code is left out (default: %(default)s)",
+    )
+    similar.add_argument(
+        "--pages",
+        type=int,
+        default=200,
+        metavar="N",
+        help="pair pages written at most (default: 200)",
+    )
     certificates = commands.add_parser(
         "cluster-certificates",
         help="make the TLS certificate that secures a grading cluster (docs/cluster.md)",
@@ -402,10 +471,63 @@ def _grade_all(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _regrade(args: argparse.Namespace) -> int:
+    from autograder.core.cluster.connection import ClusterError, scheduler_address
+    from autograder.core.cluster.scheduling import ClusterGrading
+    from autograder.nbgrader.course import CourseTemplate
+    from autograder.nbgrader.feedback_renderer import render_feedback
+    from autograder.nbgrader.folders import check_course_dir
+    from autograder.nbgrader.grader import Grader, check_jobs
+    from autograder.nbgrader.regrading import regrade
+
+    if args.course is not None:
+        check_course_dir(args.course, allow_git=args.allow_git)
+    address, client = scheduler_address(args.scheduler), None
+    try:
+        if address:
+            client = _cluster_client(address, args)
+        isolate = not args.no_sandbox
+        course = None if args.dry_run else args.course
+        with Grader(
+            args.source, timeout=args.timeout, isolate=isolate and client is None, course=course
+        ) as grader:
+            if args.dry_run and args.course is not None:  # read only: what the course holds
+                grader.course = CourseTemplate(args.course, persistent=True)
+            done = regrade(
+                grader,
+                args.out,
+                dry_run=args.dry_run,
+                jobs=check_jobs(args.jobs),
+                cluster=ClusterGrading(client, isolate) if client is not None else None,
+                make_feedback=None if args.no_feedback else render_feedback,
+            )
+    except ClusterError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if client is not None:
+            client.close()
+    print(printable("\n".join(done.lines)))
+    return 0
+
+
+def _similarity(args: argparse.Namespace) -> int:
+    from autograder.similarity.report import similarity_report
+
+    print(printable(similarity_report(args.out, args.release, args.pages)))
+    return 0
+
+
 def _export(args: argparse.Namespace) -> int:
     from autograder.nbgrader.final_export import export
 
-    done = export(args.course, args.out, feedback=not args.no_feedback)
+    done = export(
+        args.course,
+        args.out,
+        feedback=not args.no_feedback,
+        lms_column=args.lms_column,
+        missing_as_zero=args.missing_as_zero,
+    )
     print(printable(done))
     return 0
 
@@ -421,6 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "roster",
         "certificates",
         "folder",
+        "release",
     ):  # nbgrader changes the working directory
         if getattr(args, name, None) is not None:
             setattr(args, name, getattr(args, name).resolve())
@@ -433,6 +556,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _platform(args)
         if args.command == "cluster-certificates":
             return _cluster_certificates(args)
+        if args.command == "similarity":
+            return _similarity(args)
+        if args.command == "regrade":
+            return _regrade(args)
         return _grade_all(args)
     except ValueError as error:  # bad --timeout, --jobs, source notebook...
         print(f"error: {error}", file=sys.stderr)

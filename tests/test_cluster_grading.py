@@ -28,7 +28,7 @@ from autograder.core.cluster.security import cluster_security, make_certificates
 from autograder.core.isolation.bubblewrap import bwrap_works
 from tests.submissions.course import course_submission
 from tests.submissions.hostile import hostile_submission
-from tests.test_grading_sandbox import FULL, RELEASE
+from tests.test_grading_sandbox import FULL, RELEASE, ROOT
 
 distributed = pytest.importorskip("distributed")  # CI installs it (requirements.txt)
 
@@ -221,6 +221,36 @@ def test_cluster_grades_the_class_like_the_local_pool(cluster, tmp_path):
         assert row["discussion"] == ("0" if stub else "not graded yet"), row
         assert (tmp_path / "out" / "feedback" / f"{row['student']}.html").is_file()
     assert "workers" in done.stderr and "busy" in done.stderr  # the progress bar
+
+
+def test_regrade_on_the_cluster_records_only_who_moved(cluster, tmp_path):
+    """``regrade --scheduler``: after a2c's points go from 4 to 6 in the source, the kept files
+    are assessed again on the workers; the reference's a2c moves to 6, the release's 0 stays
+    and its row is left as it was (graded_at included) but for full marks, 17 in every row (the
+    dry run's writing nothing is tested without a cluster, tests/test_regrading.py)."""
+    _class(tmp_path / "inbox", {"alice": "reference", "carol": "release"})
+    cert = ("--scheduler", cluster.address, "--certificates", str(cluster.certificates))
+    no_bwrap = {**ENV, "PATH": str(BIN)}  # the instructor's machine needs no sandbox
+    first = _cli("out", "--no-feedback", *cert, cwd=tmp_path, env=no_bwrap)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = {row["student"]: row for row in _rows(tmp_path / "out")}
+    source = nbformat.read(ROOT / "solutions" / "a2c.ipynb", as_version=4)
+    for cell in source.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "test_a2c":
+            cell.metadata["nbgrader"]["points"] = 6
+    nbformat.write(source, tmp_path / "changed.ipynb")
+    argv = [sys.executable, "-m", "autograder", "regrade", "out", "--source", "changed.ipynb"]
+    done = subprocess.run(
+        [*argv, "--no-feedback", *cert], cwd=tmp_path, capture_output=True, text=True,
+        timeout=400, env=no_bwrap,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "1 of 2 student(s) changed" in done.stdout and "(a2c 4 -> 6)" in done.stdout, done.stdout
+    assert "replaced alice" in done.stdout and "carol:" not in done.stdout
+    after = {row["student"]: row for row in _rows(tmp_path / "out")}
+    assert (after["alice"]["a2c"], after["alice"]["status"]) == ("6", "graded")
+    assert after["carol"] == {**before["carol"], "max_total": "17"}  # full marks 15 -> 17
+    assert "full marks 15 -> 17 in every row" in done.stdout
 
 
 def test_the_cluster_refuses_whoever_lacks_its_certificate(cluster, tmp_path):

@@ -9,7 +9,8 @@ Dave hands in 26 hours late under the rule ``10%/day`` (10% of full marks, 15, p
 2. a grader gives part 8 2.5 in formgrader; ``export``: 12.5 raw, 9.5;
 3. ``export`` again changes nothing (the penalty is never applied twice);
 4. Dave resubmits 50 hours late (3 started days, 4.5 points): 14 raw, 9.5, part 8 waits;
-5. the grader types the same 2.5; ``nbgrader generate_feedback a2c`` and ``export``: 16.5, 12.
+5. the grader types the same 2.5; ``nbgrader generate_feedback a2c`` and ``export``: 16.5, 12,
+   and the same 12 in the LMS files export writes (Frank, on the roster, never handed in).
 """
 
 from __future__ import annotations
@@ -68,7 +69,11 @@ def test_the_command_line_refuses_a_penalty_without_a_course_or_a_bad_rule(tmp_p
 @pytest.fixture(scope="module")
 def late(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("late")
-    (tmp / "roster.csv").write_text("id,first_name,last_name,email\ndave,Dave,Diaz,d@uni.example\n")
+    (tmp / "roster.csv").write_text(
+        "id,first_name,last_name,email,section,canvas_id,sis_user_id\n"
+        "dave,Dave,Diaz,d@uni.example,Lab 2,10234,U1004\n"
+        "frank,Frank,Fox,f@uni.example,Lab 1,10236,U1006\n"  # never hands in
+    )
     course, out = open_course(tmp / "course"), tmp / "out"
     rule = course_late_penalty("10%/day", course.root)
     steps: dict = {}
@@ -110,6 +115,13 @@ def late(tmp_path_factory):
     steps["export2"] = export(course.root, out)
     steps["final"] = _snapshot(course, out, tmp, "dave")
     steps["final"]["feedback"] = (out / "feedback" / "dave.html").read_text()
+    steps["lms"] = {
+        name: list(csv.reader((out / "lms" / f"{name}.csv").open(encoding="utf-8")))
+        for name in ("canvas", "moodle", "grades_long")
+    }
+    command = ["export", "--course", str(course.root), "--out", str(out), "--no-feedback"]
+    assert main([*command, "--missing-as-zero", "--lms-column", "A2C (48213)"]) == 0
+    steps["lms_asked"] = list(csv.reader((out / "lms" / "canvas.csv").open(encoding="utf-8")))
     _nbgrader(course, "export")
     with (course.root / "grades.csv").open() as handle:
         steps["nbgrader_export"] = {row["student_id"]: row for row in csv.DictReader(handle)}
@@ -186,3 +198,22 @@ def test_no_penalty_on_time_and_a_student_without_a_roster_entry_is_named_by_id(
     assert "Late submission" not in view["comment"]
     assert (step["lms"]["last_name"], step["lms"]["first_name"]) == ("", "")
     assert late["nbgrader_export"]["erin"]["last_name"] == ""
+
+
+def test_the_lms_files_carry_the_final_total_and_leave_a_missing_student_empty(late):
+    """export's Canvas, Moodle and long-format files: Dave's 12 (after the penalty), Frank (on
+    the roster, no submission) an empty cell, Erin (not on the roster) by id only."""
+    canvas = {line[0]: line for line in late["lms"]["canvas"]}
+    assert canvas["Student"][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert canvas["    Points Possible"][5] == "15"
+    assert canvas["Diaz, Dave"] == ["Diaz, Dave", "10234", "U1004", "dave", "Lab 2", "12"]
+    assert canvas["Fox, Frank"][5] == "" and canvas["erin"][3:] == ["erin", "", "14"]
+    moodle = {line[1]: line for line in late["lms"]["moodle"]}
+    assert moodle["d@uni.example"] == ["U1004", "d@uni.example", "Dave", "Diaz", "12"]
+    assert moodle["f@uni.example"][4] == ""
+    total = [line for line in late["lms"]["grades_long"] if line[:2] == ["dave", "total"]]
+    assert total == [["dave", "total", "12", "15", "3000", "4.5", "graded"]]
+    assert "no submission, an empty cell" in late["export2"] and "frank" in late["export2"]
+    asked = {line[0]: line for line in late["lms_asked"]}  # export --missing-as-zero
+    assert asked["Student"][5] == "A2C (48213)" and asked["Fox, Frank"][5] == "0"
+    assert asked["Diaz, Dave"][5] == "12"

@@ -7,7 +7,9 @@ course's gradebook, the only place it lives. :func:`export` reads it from there 
 ``minutes_late``, as ``grade-all`` applies it, :mod:`autograder.nbgrader.late_penalty`), rewrites
 ``summary.txt`` and ``scores.png``, and makes each student's feedback again with nbgrader's
 ``generate_feedback`` (the course's template says *final* once part 8 is graded, *part 8: not
-graded yet* otherwise) into ``<out>/feedback/<student>.html``.
+graded yet* otherwise) into ``<out>/feedback/<student>.html``, and writes the same totals as
+Canvas, Moodle and a long format import them into ``<out>/lms/``
+(:mod:`autograder.nbgrader.class_reports.lms_files`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from autograder.nbgrader.class_reports.grades_csv import (
     refresh_manual,
     write_rows,
 )
+from autograder.nbgrader.class_reports.lms_files import DEFAULT_COLUMN, write_lms_files
 from autograder.nbgrader.class_reports.summary import save_histogram, summary_text
 from autograder.nbgrader.course import (
     ASSIGNMENT,
@@ -36,12 +39,21 @@ from autograder.nbgrader.course import (
 )
 from autograder.nbgrader.feedback_renderer import FeedbackRenderer
 from autograder.nbgrader.late_penalty import course_late_penalty, record_penalties
+from autograder.nbgrader.roster import course_roster
 
 __all__ = ["export"]
 
 
-def export(course_dir: Path, out: Path, feedback: bool = True) -> str:
-    """Part 8 from ``course_dir``'s gradebook into ``out/grades.csv``; returns what was done.
+def export(
+    course_dir: Path,
+    out: Path,
+    feedback: bool = True,
+    lms_column: str = DEFAULT_COLUMN,
+    missing_as_zero: bool = False,
+) -> str:
+    """Part 8 from ``course_dir``'s gradebook into ``out/grades.csv``, the LMS files (their
+    assignment column named ``lms_column``; a roster student without a submission 0 with
+    ``missing_as_zero``, else an empty cell) and the feedback; returns what was done.
 
     Raises:
         FileNotFoundError: ``course_dir`` holds no gradebook, or ``out`` no ``grades.csv``
@@ -80,6 +92,8 @@ def export(course_dir: Path, out: Path, feedback: bool = True) -> str:
         *([f"part 8 not graded yet: {', '.join(pending)}"] if pending else []),
         f"grades: {out / 'grades.csv'}",
     ]
+    roster = course_roster(None, course.root, None)
+    lines += write_lms_files(rows, points, roster, out, lms_column, missing_as_zero)
     if feedback and graded:
         (out / "feedback").mkdir(parents=True, exist_ok=True)
         made, failed = [], []

@@ -397,8 +397,16 @@ def grade_many(
     With ``cluster`` (an :class:`autograder.core.cluster.scheduling.ClusterGrading`: a Dask
     cluster), the assess steps run there instead of ``jobs`` local threads; recording stays here.
     ``settings``: the class's deadline, roster and late penalty, for the reports.
+
+    Raises:
+        ValueError: the source's points differ from the course's release (the message says
+            to run ``regrade`` first, :func:`~autograder.nbgrader.regrading.refuse_changed_points`).
     """
     out = Path(out).resolve()
+    if grader.course is not None:  # a changed point value: refused before anything is graded
+        from autograder.nbgrader.regrading import refuse_changed_points
+
+        refuse_changed_points(grader, out)
     out.mkdir(parents=True, exist_ok=True)
     feedback_dir = out / "feedback" if feedback else None
     log = ProgressLog(out / "progress.jsonl")

@@ -24,7 +24,14 @@ from typing import Any
 
 from autograder.core.reports.safe_text import points_text
 
-__all__ = ["EARLIER", "earlier_in", "earlier_note", "hold_for_grader"]
+__all__ = [
+    "EARLIER",
+    "earlier_in",
+    "earlier_note",
+    "hold_for_grader",
+    "put_back_hand_grades",
+    "saved_hand_grades",
+]
 
 #: How the earlier score starts the cell's comment (formgrader shows it beside the score field).
 EARLIER = "Part 8 of an earlier submission"
@@ -86,3 +93,37 @@ def earlier_note(earlier: dict[str, tuple[float, float]]) -> str:
         f"{EARLIER.lower()} ({name}): {score:g} of {top:g}"
         for name, (score, top) in earlier.items()
     )
+
+
+def saved_hand_grades(gradebook: Any, student: str, notebook: str, assignment: str) -> dict:
+    """``{grade id: (manual score, extra credit, needs manual grade, comment)}`` of ``student``'s
+    hand-graded cells, for :func:`put_back_hand_grades` (``python -m autograder regrade``: the
+    same file graded again keeps its part 8)."""
+    submission = gradebook.find_submission_notebook(notebook, assignment, student)
+    comments = {comment.name: comment.manual_comment for comment in submission.comments}
+    return {
+        grade.name: (
+            grade.manual_score,
+            grade.extra_credit,
+            grade.needs_manual_grade,
+            comments.get(grade.name),
+        )
+        for grade in submission.grades
+        if _hand_graded(grade)
+    }
+
+
+def put_back_hand_grades(
+    gradebook: Any, student: str, notebook: str, assignment: str, saved: dict
+) -> None:
+    """Put ``saved`` (:func:`saved_hand_grades`) back after the same file was recorded again,
+    undoing :func:`hold_for_grader`: the answer graded is the one that was graded."""
+    submission = gradebook.find_submission_notebook(notebook, assignment, student)
+    comments = {comment.name: comment for comment in submission.comments}
+    for grade in submission.grades:
+        if grade.name not in saved:
+            continue
+        grade.manual_score, grade.extra_credit, grade.needs_manual_grade, text = saved[grade.name]
+        if grade.name in comments:
+            comments[grade.name].manual_comment = text
+    gradebook.db.commit()

@@ -2,7 +2,10 @@
 
 ``grade-all --roster roster.csv`` reads a CSV with a header row and the columns ``id``
 (required: the student id the grader names each submission by, i.e. the folder or file name),
-and optionally ``first_name``, ``last_name`` and ``email``. With ``--course``, the names and
+and optionally ``first_name``, ``last_name`` and ``email``, and for the LMS files of ``export``
+(:mod:`autograder.nbgrader.class_reports.lms_files`) ``section``, ``canvas_id`` (Canvas's own
+user number), ``sis_user_id`` (the institution's student number: Canvas's *SIS User ID*,
+Moodle's *ID number*) and ``sis_login_id`` (Canvas's *SIS Login ID*). With ``--course``, the names and
 e-mails go into the gradebook (formgrader and ``nbgrader export`` show them) and the roster is
 kept in the course as ``roster.csv``, so that later runs into the course use it without the
 option.
@@ -41,6 +44,7 @@ MAX_ROWS = 100_000
 #: The note a row gets when its student is not on the roster.
 NOT_ON_ROSTER = "not on the roster: check the folder or file name"
 _COLUMNS = ("id", "first_name", "last_name", "email")
+_LMS_COLUMNS = ("section", "canvas_id", "sis_user_id", "sis_login_id")
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,10 @@ class RosterStudent:
     first_name: str = ""
     last_name: str = ""
     email: str = ""
+    section: str = ""
+    canvas_id: str = ""
+    sis_user_id: str = ""
+    sis_login_id: str = ""
 
 
 def read_roster(path: Path) -> dict[str, RosterStudent]:
@@ -71,13 +79,14 @@ def read_roster(path: Path) -> dict[str, RosterStudent]:
         if "id" not in fields:
             raise ValueError(
                 f"--roster {path}: no `id` column (the header row must name the columns: id, "
-                f"and optionally first_name, last_name, email); found {fields[:8]}"
+                f"and optionally first_name, last_name, email, and for the LMS files section, "
+                f"canvas_id, sis_user_id, sis_login_id); found {fields[:8]}"
             )
         reader.fieldnames = fields
         for line, row in enumerate(reader, start=2):
             if line - 1 > MAX_ROWS:
                 raise ValueError(f"--roster {path}: more than {MAX_ROWS} rows")
-            values = {key: str(row.get(key) or "").strip() for key in _COLUMNS}
+            values = {key: str(row.get(key) or "").strip() for key in _COLUMNS + _LMS_COLUMNS}
             if not values["id"]:
                 raise ValueError(f"--roster {path}, row {line}: the `id` is empty")
             if values["id"] in students:

@@ -60,7 +60,8 @@ attack, as well as in the corpus where a notebook can carry them: the channel's 
 flooded with nested lists (``tests/test_sandbox_isolation.py``), a ``timestamp.txt`` the student
 wrote (``tests/test_late_and_roster.py``), System V IPC left for the next run in container mode
 (``tests/test_sandbox_isolation.py``), a Dask worker in container mode without a network fence
-and a client without the cluster's certificate (``tests/test_cluster_grading.py``).
+and a client without the cluster's certificate (``tests/test_cluster_grading.py``), markup and
+paths aimed at the similarity report's pages (:data:`REPORT_ATTACKS`, ``tests/test_similarity.py``).
 
 ``{token}``, ``{marker}`` and ``{port}`` are filled in by the test (a unique process name, a
 file outside the sandbox, the port of a server on the host).
@@ -80,6 +81,7 @@ __all__ = [
     "IPC_KEY",
     "NOTEBOOK_ATTACKS",
     "PERSISTENT",
+    "REPORT_ATTACKS",
     "SLOW_LEXERS",
     "hostile_submission",
 ]
@@ -659,6 +661,20 @@ def _lexer_metadata(nb: NotebookNode) -> None:
 #: ``lexer_fence`` and ``lexer_metadata`` name a pygments lexer that never returns, which the
 #: feedback, nbgrader and formgrader would run in the grader's own process.
 NOTEBOOK_ATTACKS = {"lexer_fence": _lexer_fence, "lexer_metadata": _lexer_metadata}
+
+#: Code a student puts into a graded part for the instructor's similarity report
+#: (:mod:`autograder.similarity`), which shows the matching parts of a pair side by side in HTML
+#: pages on the instructor's machine: ``escape_page`` closes the page's code block and opens a
+#: script, an attribute and a comment, and writes ``{marker}`` if the code were ever run rather
+#: than read as text; ``escape_path`` is a student id (a hand-edited ``grades.csv``) that would
+#: name a pair page outside ``pairs/``. ``tests/test_similarity.py`` carries both.
+REPORT_ATTACKS = {
+    "escape_page": (
+        'x = "</pre></td><script>alert(1)</script><img src=x onerror=alert(2)><!--"\n'
+        'open("{marker}", "w")'
+    ),
+    "escape_path": "../../../outside/<script>",
+}
 
 
 def hostile_submission(attack: str, **fill: str) -> NotebookNode:

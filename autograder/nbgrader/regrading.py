@@ -1,0 +1,386 @@
+"""``python -m autograder regrade OUT``: grade the class's kept files again after a fix.
+
+When a hidden test, the reference or a point value changes, every student's file that counts
+(the copy ``grade-all`` kept in ``OUT/received/``, named in ``grades.csv``'s ``received``
+column) is assessed again with the grader as it is now, locally or on Dask, as ``grade-all``
+assesses. Then, student by student:
+
+* a student whose status and part scores came out as before is **left as it was**: nothing is
+  recorded, their row, gradebook entry and feedback page are untouched;
+* a student whose grade moved is recorded again (``--course``: into the course's gradebook),
+  **keeping part 8**: the same file is graded, so the hand-graded scores and comments are put
+  back as they were (:func:`~autograder.nbgrader.part8_regrading.put_back_hand_grades`), and
+  **keeping the late data**: the submission time, where it came from and the minutes late stay
+  those of the row (the late penalty is the course's rule on them, as before); their feedback
+  page is made again.
+
+A changed point value is first brought into the course (:func:`update_course_points`: the
+new source notebook and nbgrader's ``generate_assignment --force`` there), so that the course's
+gradebook, which records scores only up to its release's points, holds the new maxima; part 8
+scores and comments, submissions and their times stay as they were. With or without a course,
+every row's ``max_total`` follows new full marks. ``grade-all --course`` with such a source is
+refused before grading and names this command (:func:`refuse_changed_points`).
+
+The lines it prints say which parts' points changed, who changed and by how much (before,
+after, the parts that moved, :func:`moved_lines`), then ``grade-all``'s change log of
+``grades.csv``. ``--dry-run`` assesses and prints the same lines without writing anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from autograder.core.intake.collect import Submission
+from autograder.core.intake.submission_file import UnreadableNotebook, read_bytes
+from autograder.core.reports.course_points import CoursePoints
+from autograder.core.reports.grade_result import GradeResult
+from autograder.core.reports.safe_text import points_text
+from autograder.nbgrader.class_reports.change_lines import describe
+from autograder.nbgrader.class_reports.grades_csv import (
+    number_in,
+    points_cell,
+    read_rows,
+    result_row,
+    retotal,
+    write_rows,
+)
+
+__all__ = [
+    "KEPT_COLUMNS",
+    "Regrade",
+    "moved_lines",
+    "point_changes",
+    "refuse_changed_points",
+    "regrade",
+    "stored_submissions",
+    "update_course_points",
+]
+
+#: The columns of a row a regrade keeps as they were: when and how late the file came in.
+KEPT_COLUMNS = ("submitted_at", "submitted_from", "minutes_late")
+
+
+@dataclass
+class Regrade:
+    """What a regrade found: the lines to print, who moved, and how many were left as they were."""
+
+    lines: list[str]
+    moved: list[str]
+    unchanged: int
+
+
+def stored_submissions(out: Path) -> tuple[list[Submission], list[str]]:
+    """Each student's kept file that counts (``grades.csv``'s ``received``), and the rows that
+    have none (never read, or kept nowhere), as lines.
+
+    Raises:
+        FileNotFoundError: ``out`` holds no ``grades.csv``.
+    """
+    out = Path(out).resolve()
+    rows, _ = read_rows(out / "grades.csv")
+    if not rows:
+        raise FileNotFoundError(
+            f"{out / 'grades.csv'} does not exist: give the --out folder of grade-all."
+        )
+    kept, found, skipped = (out / "received").resolve(), [], []
+    for row in rows:
+        student, received = row.get("student", ""), row.get("received", "")
+        path = (out / received).resolve() if received else None
+        if not student or path is None or not path.is_relative_to(kept) or not path.is_file():
+            skipped.append(f"{student or row.get('file', '?')}: no kept file, not graded again")
+            continue
+        try:
+            when = datetime.fromisoformat(row.get("submitted_at", "")).timestamp()
+        except ValueError:
+            when = path.stat().st_mtime
+        found.append(Submission(student, path, when))
+    return found, skipped
+
+
+def _scores(row: Mapping[str, str], points: CoursePoints) -> tuple:
+    return (row.get("status", ""), *(number_in(row.get(key, "")) for key in points.auto))
+
+
+def _new_row(result: GradeResult, old: Mapping[str, str], points: CoursePoints) -> dict:
+    """``result``'s row with what a regrade keeps from ``old`` (part 8, the late data)."""
+    row = result_row(result, points, old.get("graded_at", ""), old.get("received", ""))
+    for name in (*points.manual, *KEPT_COLUMNS, "late_penalty"):
+        if old.get(name):
+            row[name] = old[name]
+    retotal(row, points)
+    return row
+
+
+def moved_lines(
+    old: Mapping[str, Mapping[str, str]], results: Sequence[GradeResult], points: CoursePoints
+) -> tuple[list[str], list[str]]:
+    """``(lines, students)``: for each result whose status or part scores differ from its old
+    row, ``"bob: 10.5 of 15 -> 6.5 of 15 (a2c 4 -> 0)"``, and those students."""
+    lines, moved = [], []
+    for result in sorted(results, key=lambda r: r.student):
+        before = old[result.student]
+        after = _new_row(result, before, points)
+        if _scores(before, points) == _scores(after, points):
+            continue
+        parts = [
+            f"{key} {before.get(key) or '-'} -> {after.get(key) or '-'}"
+            for key in points.auto
+            if number_in(before.get(key, "")) != number_in(after.get(key, ""))
+        ]
+        total = number_in(after.get("total", "")) or 0.0
+        change = total - (number_in(before.get("total", "")) or 0.0)
+        by = (
+            f", {'+' if change >= 0 else ''}{points_text(change)}"
+            if after["status"] == "graded"
+            else ""
+        )
+        what = f" ({', '.join(parts)})" if parts else ""
+        lines.append(f"{result.student}: {describe(before)} -> {describe(after)}{by}{what}")
+        moved.append(result.student)
+    return lines, moved
+
+
+def point_changes(points: CoursePoints, course: Any) -> list[str]:
+    """``["a2c 4 -> 2", ...]``: the parts (part 8 included) whose ``points`` (the grader's
+    source) differ from those of ``course``'s release; empty without a course or when they agree."""
+    if course is None or not Path(course.release_notebook).is_file():
+        return []
+    import nbformat
+
+    from autograder.core.reports.course_points import course_points
+
+    kept = course_points(nbformat.read(course.release_notebook, as_version=4))
+    return [
+        f"{key} {old.get(key, 0):g} -> {now.get(key, 0):g}"
+        for old, now in ((kept.auto, points.auto), (kept.manual, points.manual))
+        for key in sorted(set(old) | set(now))
+        if old.get(key) != now.get(key)
+    ]
+
+
+def refuse_changed_points(grader: Any, out: Path) -> None:
+    """Stop ``grade-all --course`` before anything is graded when the source's points differ
+    from the course's release: nbgrader records a score only up to the release's points (and
+    removes the graded notebook of a student it refuses), so the course is brought to the new
+    points first, by ``regrade`` (:func:`update_course_points`).
+
+    Raises:
+        ValueError: the points differ (the message names the parts and the command to run).
+    """
+    changed = point_changes(grader.points, grader.course)
+    if changed:
+        import shlex
+
+        command = (
+            f"python -m autograder regrade {shlex.quote(str(out))} "
+            f"--course {shlex.quote(str(grader.course.root))}"
+        )
+        raise ValueError(
+            f"the source notebook's points differ from the course's release "
+            f"({', '.join(changed)}), and the course's gradebook records scores on the release's "
+            f"points only: nothing was graded. Run `{command}` first (with the same --source, if "
+            "you gave one): it brings the course to the new points, keeping part 8 and the late "
+            "data, and grades the kept files again on them; then run grade-all again."
+        )
+
+
+def check_part8_fits(points: CoursePoints, course: Any) -> None:
+    """Refuse new points for part 8 that are below a part 8 score already given in ``course``
+    (formgrader would hold a score above its maximum).
+
+    Raises:
+        ValueError: such scores exist (the message names the students).
+    """
+    if course is None or not point_changes(points, course):
+        return
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from autograder.nbgrader.course import gradebook_session
+    from solutions.parts import ASSIGNMENT, NOTEBOOK
+
+    above = []
+    with gradebook_session(), Gradebook(course.db_url) as gradebook:
+        for student in gradebook.students:
+            try:
+                submission = gradebook.find_submission_notebook(NOTEBOOK, ASSIGNMENT, student.id)
+            except MissingEntry:  # on the roster, never submitted
+                continue
+            for grade in submission.grades:
+                top = points.manual.get(grade.name)
+                if top is not None and (grade.manual_score or 0.0) > top:
+                    above.append(f"{student.id} ({grade.name}: {grade.manual_score:g} > {top:g})")
+    if above:
+        raise ValueError(
+            f"part 8's new points are below scores already given: {', '.join(above)}. Lower "
+            "those scores in formgrader first, or keep part 8's points; nothing was changed."
+        )
+
+
+def update_course_points(grader: Any) -> list[str]:
+    """Bring the course's release and gradebook to ``grader``'s points: the grader's source
+    notebook goes into the course and nbgrader's ``generate_assignment --force`` runs there,
+    which sets each graded cell's new maximum and keeps every submission, score, part 8 score
+    and comment. Returns :func:`point_changes` as it was (empty: nothing was done)."""
+    changed = point_changes(grader.points, grader.course)
+    if not changed:
+        return []
+    import shutil
+
+    from autograder.nbgrader.course import run_nbgrader
+    from autograder.nbgrader.preprocessors.save_extra_credit import bonus_as_extra_credit
+    from solutions.parts import ASSIGNMENT, NOTEBOOK
+
+    course, name = grader.course, Path("source") / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    shutil.copyfile(grader.template.course / name, course.course / name)
+    run_nbgrader(course, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
+    bonus_as_extra_credit(course.db_url, ASSIGNMENT, NOTEBOOK)
+    return changed
+
+
+def _write_new_maximum(
+    out: Path, points: CoursePoints, old: Mapping[str, Mapping[str, str]], moved: set
+) -> None:
+    """Rewrite ``grades.csv`` with the late data of the first grading for the ``moved``
+    students, and every row's ``max_total`` as full marks are now (a point value changed)."""
+    rows, columns = read_rows(out / "grades.csv")
+    for row in rows:
+        if row.get("student") in moved:
+            for name in KEPT_COLUMNS:
+                row[name] = old[row["student"]].get(name, "")
+        if row.get("max_total"):
+            row["max_total"] = points_cell(points.full_marks)
+    write_rows(rows, columns, out / "grades.csv")
+
+
+def _assess_all(grader: Any, subs: Sequence[Submission], jobs: int, cluster: Any) -> list:
+    """The assessments of ``subs`` (nothing recorded), on ``cluster`` or in ``jobs`` threads."""
+    if cluster is not None:
+        found: list = []
+
+        def keep(assessment: Any) -> GradeResult:
+            found.append(assessment)
+            return assessment.result
+
+        cluster.grade_class(grader.assessor, keep, subs, True)
+        return found
+
+    def one(sub: Submission) -> Any:
+        try:
+            data = read_bytes(sub.path)
+        except UnreadableNotebook:
+            return None
+        assessment = grader.assess(
+            data, sub.student, sub.path.name, max(1, (os.cpu_count() or 1) // jobs)
+        )
+        assessment.result.source = str(sub.path)
+        return assessment
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return [a for a in pool.map(one, subs) if a is not None]
+
+
+def regrade(
+    grader: Any,
+    out: Path,
+    dry_run: bool = False,
+    jobs: int = 1,
+    cluster: Any = None,
+    make_feedback: Any = None,
+) -> Regrade:
+    """Assess every kept file of ``out`` again with ``grader`` (a
+    :class:`~autograder.nbgrader.grader.Grader`) and record those whose grade moved (none with
+    ``dry_run``); ``make_feedback(course, student)`` makes a moved student's page."""
+    out = Path(out).resolve()
+    course = grader.course
+    check_part8_fits(grader.points, course)
+    changed = point_changes(grader.points, course)
+    subs, skipped = stored_submissions(out)
+    old_rows, columns = read_rows(out / "grades.csv")
+    old = {row["student"]: row for row in old_rows if row.get("student")}
+    assessments = _assess_all(grader, subs, jobs, cluster)
+    lines, moved = moved_lines(old, [a.result for a in assessments], grader.points)
+    header = f"{len(moved)} of {len(assessments)} student(s) changed; the others left as they were"
+    lines = [header, *[f"  {line}" for line in lines], *[f"  {line}" for line in skipped]]
+    full = points_cell(grader.points.full_marks)
+    stale = sorted({row["max_total"] for row in old_rows if row.get("max_total") not in ("", full)})
+    if stale:
+        lines.insert(0, f"full marks {' or '.join(stale)} -> {full} in every row")
+    if changed:
+        verb = "would follow" if dry_run else "follow"
+        lines.insert(0, f"the course's points {verb} the source notebook: {', '.join(changed)}")
+    if dry_run:
+        lines.append("dry run: nothing written")
+        return Regrade(lines, moved, len(assessments) - len(moved))
+    if changed:
+        update_course_points(grader)
+    if not moved:
+        if stale:
+            _write_new_maximum(out, grader.points, {}, set())
+        return Regrade(lines, moved, len(assessments) - len(moved))
+    from autograder.nbgrader.class_reports.writing import write_reports
+    from autograder.nbgrader.part8_regrading import put_back_hand_grades, saved_hand_grades
+    from solutions.parts import ASSIGNMENT, NOTEBOOK
+
+    graded_by_hand = [
+        student
+        for student in moved
+        if any(number_in(old[student].get(name, "")) is not None for name in grader.points.manual)
+    ]
+    if course is None and graded_by_hand:
+        raise ValueError(
+            f"part 8 of {', '.join(graded_by_hand)} was graded in a course: give regrade the "
+            "--course you graded into, so that part 8 is kept (nothing was written)."
+        )
+    chosen = [a for a in assessments if a.result.student in moved]
+    results = []
+    for assessment in chosen:
+        student = assessment.result.student
+        saved = None
+        if course is not None:
+            from nbgrader.api import Gradebook, MissingEntry
+
+            with Gradebook(course.db_url) as gradebook:
+                try:
+                    saved = saved_hand_grades(gradebook, student, NOTEBOOK, ASSIGNMENT)
+                except MissingEntry:
+                    saved = None
+        result = grader.record(assessment)
+        if course is not None and saved is not None:
+            from nbgrader.api import Gradebook
+
+            with Gradebook(course.db_url) as gradebook:
+                put_back_hand_grades(gradebook, student, NOTEBOOK, ASSIGNMENT, saved)
+        results.append(result)
+    by_path = {str(sub.path): sub for sub in subs}
+    written = write_reports(
+        course,
+        grader.points,
+        out,
+        results,
+        [by_path[r.source] for r in results if r.source in by_path],
+        [],
+        feedback_dir=None,
+    )
+    _write_new_maximum(out, grader.points, old, set(moved))
+    if make_feedback is not None and course is not None:
+        import shutil
+
+        (out / "feedback").mkdir(exist_ok=True)
+        for result in written:
+            if not result.graded:
+                continue
+            try:
+                page = make_feedback(course, result.student)
+            except RuntimeError as error:  # NbgraderError: the grade stands, the page is old
+                lines.append(f"  feedback of {result.student} not made: {str(error)[:200]}")
+                continue
+            shutil.copyfile(page, out / "feedback" / f"{result.student}.html")
+    changes = (out / "changes.txt").read_text(encoding="utf-8").strip()
+    lines += ["grades.csv, what changed:", changes]
+    return Regrade(lines, moved, len(assessments) - len(moved))

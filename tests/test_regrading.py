@@ -270,8 +270,18 @@ def test_a_changed_point_value_is_brought_into_the_course_then_regraded(tmp_path
             regrade(grader, out)
         grader.points = real
         assert course.release_notebook.read_bytes() == release
-        done = regrade(grader, out)
+        paged = []
+
+        def make_feedback(course, student):  # stands in for nbgrader's page: who gets one
+            paged.append(student)
+            (page := tmp_path / f"{student}-page.html").write_text(f"page of {student}")
+            return page
+
+        done = regrade(grader, out, make_feedback=make_feedback)
         assert point_changes(grader.points, grader.course) == []
+    # new full marks change every page: amy's too, though her grade did not move
+    assert sorted(paged) == ["amy", "bob"]
+    assert (out / "feedback" / "amy.html").read_text() == "page of amy"
     assert done.lines[:2] == [
         "the course's points follow the source notebook: a2c 4 -> 6",
         "full marks 15 -> 17 in every row",

@@ -6,7 +6,8 @@ column) is assessed again with the grader as it is now, locally or on Dask, as `
 assesses. Then, student by student:
 
 * a student whose status and part scores came out as before is **left as it was**: nothing is
-  recorded, their row, gradebook entry and feedback page are untouched;
+  recorded, their row and gradebook entry are untouched, and so is their feedback page unless
+  the full marks changed (then every graded student's page is made again);
 * a student whose grade moved is recorded again (``--course``: into the course's gradebook),
   **keeping part 8**: the same file is graded, so the hand-graded scores and comments are put
   back as they were (:func:`~autograder.nbgrader.part8_regrading.put_back_hand_grades`), and
@@ -29,6 +30,7 @@ after, the parts that moved, :func:`moved_lines`), then ``grade-all``'s change l
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -322,6 +324,7 @@ def regrade(
     if not moved:
         if stale:
             _write_new_maximum(out, grader.points, {}, set())
+            _remake_pages(course, out, make_feedback, _graded(out), lines)
         return Regrade(lines, moved, len(assessments) - len(moved))
     from autograder.nbgrader.class_reports.writing import write_reports
     from autograder.nbgrader.part8_regrading import put_back_hand_grades, saved_hand_grades
@@ -368,19 +371,33 @@ def regrade(
         feedback_dir=None,
     )
     _write_new_maximum(out, grader.points, old, set(moved))
-    if make_feedback is not None and course is not None:
-        import shutil
-
-        (out / "feedback").mkdir(exist_ok=True)
-        for result in written:
-            if not result.graded:
-                continue
-            try:
-                page = make_feedback(course, result.student)
-            except RuntimeError as error:  # NbgraderError: the grade stands, the page is old
-                lines.append(f"  feedback of {result.student} not made: {str(error)[:200]}")
-                continue
-            shutil.copyfile(page, out / "feedback" / f"{result.student}.html")
+    # New full marks change every student's page, not only the pages of those who moved.
+    pages = _graded(out) if stale else [r.student for r in written if r.graded]
+    _remake_pages(course, out, make_feedback, pages, lines)
     changes = (out / "changes.txt").read_text(encoding="utf-8").strip()
     lines += ["grades.csv, what changed:", changes]
     return Regrade(lines, moved, len(assessments) - len(moved))
+
+
+def _graded(out: Path) -> list[str]:
+    """The students whose row of ``out/grades.csv`` is graded."""
+    rows, _ = read_rows(out / "grades.csv")
+    return [row["student"] for row in rows if row.get("status") == "graded" and row.get("student")]
+
+
+def _remake_pages(
+    course: Any, out: Path, make_feedback: Any, students: Sequence[str], lines: list[str]
+) -> None:
+    """Make the feedback page of each of ``students`` again from the course into
+    ``out/feedback/`` (nothing without a course or ``make_feedback``); a page that cannot be
+    made leaves the grade as it is and a line saying so."""
+    if make_feedback is None or course is None:
+        return
+    (out / "feedback").mkdir(exist_ok=True)
+    for student in students:
+        try:
+            page = make_feedback(course, student)
+        except RuntimeError as error:  # NbgraderError: the grade stands, the page is old
+            lines.append(f"  feedback of {student} not made: {str(error)[:200]}")
+            continue
+        shutil.copyfile(page, out / "feedback" / f"{student}.html")

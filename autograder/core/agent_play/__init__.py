@@ -1,4 +1,4 @@
-"""The grader plays the games of a submission's trained agent (issue 33's verified score).
+"""The verified agent score: the grader plays the games of a submission's trained agent.
 
 The trusted side (this package, in the grader's process) owns the emulators, the evaluation
 protocol (:mod:`course_lib.evaluation`) and its seeds; the student's ``make_model`` with the

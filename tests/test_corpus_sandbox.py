@@ -178,7 +178,10 @@ def test_corpus_through_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     for k, submission in enumerate(packed):
         result = by_student[f"pack{k:02d}"]
         if result.status != "graded" or set(result.parts) != set(PART_KEYS):
-            problems.append(f"pack{k:02d}: status {result.status!r}, parts {sorted(result.parts)}")
+            problems.append(
+                f"pack{k:02d}: status {result.status!r}, parts {sorted(result.parts)}, "
+                f"notes {result.notes}"
+            )
             continue
         for part in PART_KEYS:
             entry = submission.get(part)

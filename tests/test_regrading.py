@@ -236,6 +236,7 @@ def test_a_changed_point_value_is_brought_into_the_course_then_regraded(tmp_path
     from autograder.nbgrader.course import open_course
     from autograder.nbgrader.final_export import export
     from autograder.nbgrader.grader import Grader
+    from autograder.nbgrader.late_penalty import course_late_penalty
     from autograder.nbgrader.regrading import point_changes
     from tests.test_part8_policy import _formgrader_saves, _grade, _scores
 
@@ -243,6 +244,7 @@ def test_a_changed_point_value_is_brought_into_the_course_then_regraded(tmp_path
         "id,first_name,last_name,email\nbob,Bob,Brown,b@x\namy,Amy,Adams,a@x\n"
     )
     course, out = open_course(tmp_path / "course"), tmp_path / "out"
+    course_late_penalty("10%/day", course.root)  # kept in the course: a share of full marks
     _grade(course, out, "bob", _scores(course, 2.0), "It rose.", 3600)
     _grade(course, out, "amy", _scores(course, 2.0, a2c=0.0), "It fell.", -3600)
     _formgrader_saves(course, "bob", 2.5)
@@ -290,8 +292,11 @@ def test_a_changed_point_value_is_brought_into_the_course_then_regraded(tmp_path
     after = {row["student"]: row for row in read_rows(out / "grades.csv")[0]}
     assert (before["bob"]["a2c"], after["bob"]["a2c"]) == ("4", "6")
     assert after["bob"]["discussion"] == "2.5" and after["bob"]["status"] == "graded"
-    for name in ("submitted_at", "minutes_late", "late_penalty"):
+    for name in ("submitted_at", "minutes_late"):
         assert after["bob"][name] == before["bob"][name], name
+    # 10% of full marks a started day: 1.5 of 15 before, 1.7 of 17 after, for bob only
+    assert (before["bob"]["late_penalty"], after["bob"]["late_penalty"]) == ("1.5", "1.7")
+    assert after["amy"]["late_penalty"] == "0"
     assert before["bob"]["max_total"] == "15" and {r["max_total"] for r in after.values()} == {"17"}
     assert after["amy"]["total"] == before["amy"]["total"]
     with Gradebook(course.db_url) as gradebook:
@@ -300,6 +305,21 @@ def test_a_changed_point_value_is_brought_into_the_course_then_regraded(tmp_path
         assert (grade.score, grade.max_score) == (6.0, 6.0)
         part8 = gradebook.find_grade("discussion", "a2c", ASSIGNMENT, "bob")
         comment = gradebook.find_comment("discussion", "a2c", ASSIGNMENT, "bob")
-        assert (part8.manual_score, comment.manual_comment) == (2.5, "Clear.")
+        assert part8.manual_score == 2.5 and comment.manual_comment.startswith("Clear.\n")
+        assert "late penalty 1.7 point(s)" in comment.manual_comment  # the new share, once
+        assert comment.manual_comment.count("late penalty") == 1
         assert gradebook.find_grade("test_a2c", "a2c", ASSIGNMENT, "amy").score == 0.0
+        late = gradebook.find_submission_notebook("a2c", ASSIGNMENT, "bob")
+        assert late.late_submission_penalty == pytest.approx(1.7)
     assert course.autograded_notebook("bob").is_file()
+    # a2c worth 8 and no grade moves: every row's penalty still follows the new full marks
+    (tmp_path / "again").mkdir()
+    with Grader(_source_worth(tmp_path / "again", a2c=8.0), course=course.root) as grader:
+        grader.assess = assess
+        again = regrade(grader, out)
+    assert again.moved == [] and "full marks 17 -> 19 in every row" in again.lines
+    rows = {row["student"]: row for row in read_rows(out / "grades.csv")[0]}
+    assert (rows["bob"]["late_penalty"], rows["amy"]["late_penalty"]) == ("1.9", "0")
+    with Gradebook(course.db_url) as gradebook:
+        late = gradebook.find_submission_notebook("a2c", ASSIGNMENT, "bob")
+        assert late.late_submission_penalty == pytest.approx(1.9)

@@ -45,6 +45,7 @@ from autograder.core.reports.grade_result import GradeResult
 from autograder.core.reports.safe_text import points_text
 from autograder.nbgrader.class_reports.change_lines import describe
 from autograder.nbgrader.class_reports.grades_csv import (
+    apply_late_penalty,
     number_in,
     points_cell,
     read_rows,
@@ -52,6 +53,8 @@ from autograder.nbgrader.class_reports.grades_csv import (
     retotal,
     write_rows,
 )
+from autograder.nbgrader.late_penalty import course_late_penalty, record_penalties
+from solutions.parts import ASSIGNMENT, NOTEBOOK
 
 __all__ = [
     "KEPT_COLUMNS",
@@ -204,7 +207,6 @@ def check_part8_fits(points: CoursePoints, course: Any) -> None:
     from nbgrader.api import Gradebook, MissingEntry
 
     from autograder.nbgrader.course import gradebook_session
-    from solutions.parts import ASSIGNMENT, NOTEBOOK
 
     above = []
     with gradebook_session(), Gradebook(course.db_url) as gradebook:
@@ -236,7 +238,6 @@ def update_course_points(grader: Any) -> list[str]:
 
     from autograder.nbgrader.course import run_nbgrader
     from autograder.nbgrader.preprocessors.save_extra_credit import bonus_as_extra_credit
-    from solutions.parts import ASSIGNMENT, NOTEBOOK
 
     course, name = grader.course, Path("source") / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
     shutil.copyfile(grader.template.course / name, course.course / name)
@@ -246,10 +247,17 @@ def update_course_points(grader: Any) -> list[str]:
 
 
 def _write_new_maximum(
-    out: Path, points: CoursePoints, old: Mapping[str, Mapping[str, str]], moved: set
+    out: Path,
+    points: CoursePoints,
+    old: Mapping[str, Mapping[str, str]],
+    moved: set,
+    course: Any = None,
 ) -> None:
     """Rewrite ``grades.csv`` with the late data of the first grading for the ``moved``
-    students, and every row's ``max_total`` as full marks are now (a point value changed)."""
+    students, every row's ``max_total`` as full marks are now (a point value changed), and,
+    with a ``course``, every late penalty by the course's rule on the kept minutes late (a
+    penalty is a share of full marks), in the gradebook too. Without a course the rule is not
+    known here: the penalties stay as they were."""
     rows, columns = read_rows(out / "grades.csv")
     for row in rows:
         if row.get("student") in moved:
@@ -257,6 +265,11 @@ def _write_new_maximum(
                 row[name] = old[row["student"]].get(name, "")
         if row.get("max_total"):
             row["max_total"] = points_cell(points.full_marks)
+    if course is not None:
+        penalties = apply_late_penalty(rows, course_late_penalty(None, course.root), points)
+        record_penalties(
+            course.db_url, ASSIGNMENT, NOTEBOOK, penalties, next(iter(points.manual), None)
+        )
     write_rows(rows, columns, out / "grades.csv")
 
 
@@ -323,12 +336,11 @@ def regrade(
         update_course_points(grader)
     if not moved:
         if stale:
-            _write_new_maximum(out, grader.points, {}, set())
+            _write_new_maximum(out, grader.points, {}, set(), course)
             _remake_pages(course, out, make_feedback, _graded(out), lines)
         return Regrade(lines, moved, len(assessments) - len(moved))
     from autograder.nbgrader.class_reports.writing import write_reports
     from autograder.nbgrader.part8_regrading import put_back_hand_grades, saved_hand_grades
-    from solutions.parts import ASSIGNMENT, NOTEBOOK
 
     graded_by_hand = [
         student
@@ -370,7 +382,7 @@ def regrade(
         [],
         feedback_dir=None,
     )
-    _write_new_maximum(out, grader.points, old, set(moved))
+    _write_new_maximum(out, grader.points, old, set(moved), course)
     # New full marks change every student's page, not only the pages of those who moved.
     pages = _graded(out) if stale else [r.student for r in written if r.graded]
     _remake_pages(course, out, make_feedback, pages, lines)

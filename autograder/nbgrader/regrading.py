@@ -256,8 +256,8 @@ def _write_new_maximum(
     """Rewrite ``grades.csv`` with the late data of the first grading for the ``moved``
     students, every row's ``max_total`` as full marks are now (a point value changed), and,
     with a ``course``, every late penalty by the course's rule on the kept minutes late (a
-    penalty is a share of full marks), in the gradebook too. Without a course the rule is not
-    known here: the penalties stay as they were."""
+    penalty is a share of full marks), in the gradebook too (only a course has a late rule:
+    ``grade-all --late-penalty`` needs ``--course``)."""
     rows, columns = read_rows(out / "grades.csv")
     for row in rows:
         if row.get("student") in moved:

@@ -234,10 +234,10 @@ def test_a_changed_point_value_is_brought_into_the_course_then_regraded(tmp_path
     from nbgrader.api import Gradebook
 
     from autograder.nbgrader.course import open_course
+    from autograder.nbgrader.course_point_changes import point_changes
     from autograder.nbgrader.final_export import export
     from autograder.nbgrader.grader import Grader
     from autograder.nbgrader.late_penalty import course_late_penalty
-    from autograder.nbgrader.regrading import point_changes
     from tests.test_part8_policy import _formgrader_saves, _grade, _scores
 
     (tmp_path / "roster.csv").write_text(

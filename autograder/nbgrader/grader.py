@@ -400,11 +400,11 @@ def grade_many(
 
     Raises:
         ValueError: the source's points differ from the course's release (the message says
-            to run ``regrade`` first, :func:`~autograder.nbgrader.regrading.refuse_changed_points`).
+            to run ``regrade`` first, :func:`~autograder.nbgrader.course_point_changes.refuse_changed_points`).
     """
     out = Path(out).resolve()
     if grader.course is not None:  # a changed point value: refused before anything is graded
-        from autograder.nbgrader.regrading import refuse_changed_points
+        from autograder.nbgrader.course_point_changes import refuse_changed_points
 
         refuse_changed_points(grader, out)
     out.mkdir(parents=True, exist_ok=True)

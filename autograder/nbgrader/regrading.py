@@ -15,12 +15,14 @@ assesses. Then, student by student:
   those of the row (the late penalty is the course's rule on them, as before); their feedback
   page is made again.
 
-A changed point value is first brought into the course (:func:`update_course_points`: the
+A changed point value is first brought into the course
+(:func:`~autograder.nbgrader.course_point_changes.update_course_points`: the
 new source notebook and nbgrader's ``generate_assignment --force`` there), so that the course's
 gradebook, which records scores only up to its release's points, holds the new maxima; part 8
 scores and comments, submissions and their times stay as they were. With or without a course,
 every row's ``max_total`` follows new full marks. ``grade-all --course`` with such a source is
-refused before grading and names this command (:func:`refuse_changed_points`).
+refused before grading and names this command
+(:func:`~autograder.nbgrader.course_point_changes.refuse_changed_points`).
 
 The lines it prints say which parts' points changed, who changed and by how much (before,
 after, the parts that moved, :func:`moved_lines`), then ``grade-all``'s change log of
@@ -53,6 +55,11 @@ from autograder.nbgrader.class_reports.grades_csv import (
     retotal,
     write_rows,
 )
+from autograder.nbgrader.course_point_changes import (
+    check_part8_fits,
+    point_changes,
+    update_course_points,
+)
 from autograder.nbgrader.late_penalty import course_late_penalty, record_penalties
 from solutions.parts import ASSIGNMENT, NOTEBOOK
 
@@ -60,11 +67,8 @@ __all__ = [
     "KEPT_COLUMNS",
     "Regrade",
     "moved_lines",
-    "point_changes",
-    "refuse_changed_points",
     "regrade",
     "stored_submissions",
-    "update_course_points",
 ]
 
 #: The columns of a row a regrade keeps as they were: when and how late the file came in.
@@ -149,101 +153,6 @@ def moved_lines(
         lines.append(f"{result.student}: {describe(before)} -> {describe(after)}{by}{what}")
         moved.append(result.student)
     return lines, moved
-
-
-def point_changes(points: CoursePoints, course: Any) -> list[str]:
-    """``["a2c 4 -> 2", ...]``: the parts (part 8 included) whose ``points`` (the grader's
-    source) differ from those of ``course``'s release; empty without a course or when they agree."""
-    if course is None or not Path(course.release_notebook).is_file():
-        return []
-    import nbformat
-
-    from autograder.core.reports.course_points import course_points
-
-    kept = course_points(nbformat.read(course.release_notebook, as_version=4))
-    return [
-        f"{key} {old.get(key, 0):g} -> {now.get(key, 0):g}"
-        for old, now in ((kept.auto, points.auto), (kept.manual, points.manual))
-        for key in sorted(set(old) | set(now))
-        if old.get(key) != now.get(key)
-    ]
-
-
-def refuse_changed_points(grader: Any, out: Path) -> None:
-    """Stop ``grade-all --course`` before anything is graded when the source's points differ
-    from the course's release: nbgrader records a score only up to the release's points (and
-    removes the graded notebook of a student it refuses), so the course is brought to the new
-    points first, by ``regrade`` (:func:`update_course_points`).
-
-    Raises:
-        ValueError: the points differ (the message names the parts and the command to run).
-    """
-    changed = point_changes(grader.points, grader.course)
-    if changed:
-        import shlex
-
-        command = (
-            f"python -m autograder regrade {shlex.quote(str(out))} "
-            f"--course {shlex.quote(str(grader.course.root))}"
-        )
-        raise ValueError(
-            f"the source notebook's points differ from the course's release "
-            f"({', '.join(changed)}), and the course's gradebook records scores on the release's "
-            f"points only: nothing was graded. Run `{command}` first (with the same --source, if "
-            "you gave one): it brings the course to the new points, keeping part 8 and the late "
-            "data, and grades the kept files again on them; then run grade-all again."
-        )
-
-
-def check_part8_fits(points: CoursePoints, course: Any) -> None:
-    """Refuse new points for part 8 that are below a part 8 score already given in ``course``
-    (formgrader would hold a score above its maximum).
-
-    Raises:
-        ValueError: such scores exist (the message names the students).
-    """
-    if course is None or not point_changes(points, course):
-        return
-    from nbgrader.api import Gradebook, MissingEntry
-
-    from autograder.nbgrader.course import gradebook_session
-
-    above = []
-    with gradebook_session(), Gradebook(course.db_url) as gradebook:
-        for student in gradebook.students:
-            try:
-                submission = gradebook.find_submission_notebook(NOTEBOOK, ASSIGNMENT, student.id)
-            except MissingEntry:  # on the roster, never submitted
-                continue
-            for grade in submission.grades:
-                top = points.manual.get(grade.name)
-                if top is not None and (grade.manual_score or 0.0) > top:
-                    above.append(f"{student.id} ({grade.name}: {grade.manual_score:g} > {top:g})")
-    if above:
-        raise ValueError(
-            f"part 8's new points are below scores already given: {', '.join(above)}. Lower "
-            "those scores in formgrader first, or keep part 8's points; nothing was changed."
-        )
-
-
-def update_course_points(grader: Any) -> list[str]:
-    """Bring the course's release and gradebook to ``grader``'s points: the grader's source
-    notebook goes into the course and nbgrader's ``generate_assignment --force`` runs there,
-    which sets each graded cell's new maximum and keeps every submission, score, part 8 score
-    and comment. Returns :func:`point_changes` as it was (empty: nothing was done)."""
-    changed = point_changes(grader.points, grader.course)
-    if not changed:
-        return []
-    import shutil
-
-    from autograder.nbgrader.course import run_nbgrader
-    from autograder.nbgrader.preprocessors.save_extra_credit import bonus_as_extra_credit
-
-    course, name = grader.course, Path("source") / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
-    shutil.copyfile(grader.template.course / name, course.course / name)
-    run_nbgrader(course, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
-    bonus_as_extra_credit(course.db_url, ASSIGNMENT, NOTEBOOK)
-    return changed
 
 
 def _write_new_maximum(

@@ -352,8 +352,11 @@ def load_weights(model: Any, weights: AgentWeights) -> Any:
 
 
 def load_agent(path: str | Path = AGENT_FILE) -> AgentWeights:
-    """Read a bundle that :func:`save_agent` wrote (checked as the grader checks it)."""
-    with open(path, encoding="utf-8") as file:
+    """Read a bundle that :func:`save_agent` wrote (checked as the grader checks it).
+
+    ``path`` is a file's path: a number is refused (``open`` would take it for a file
+    descriptor, read whatever it is and close it)."""
+    with Path(path).open(encoding="utf-8") as file:
         return unpack_agent(json.load(file))
 
 

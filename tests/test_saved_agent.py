@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import os
 import zlib
 from types import SimpleNamespace
 
@@ -179,3 +180,15 @@ def test_the_notebook_s_own_evaluation_travels_with_its_protocol(network, tmp_pa
     forged["evaluation"]["protocol"] = {"games": 8, "seeds": [1, 2]}
     with pytest.raises(AgentBundleError, match="'protocol' is not an evaluation protocol"):
         unpack_agent(forged)
+
+
+def test_load_agent_takes_a_path_never_a_file_descriptor():
+    """A number is refused with a TypeError and the descriptor it names stays open (``open``
+    would read it and close it: in a test run, pytest's own output capture)."""
+    descriptor = os.open(os.devnull, os.O_RDONLY)
+    try:
+        with pytest.raises(TypeError):
+            load_agent(descriptor)
+        os.fstat(descriptor)  # still open
+    finally:
+        os.close(descriptor)

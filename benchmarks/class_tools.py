@@ -1,4 +1,4 @@
-"""What the instructor's class tools cost for a class of 300: the similarity report, the LMS files.
+"""What the instructor's class tools cost for a class of 300: similarity, LMS files, regrade.
 
 Run from the repository root::
 
@@ -16,7 +16,12 @@ written independently, ten pairs with a lightly edited copy of one part):
    the report's blocked matrix product (:func:`autograder.similarity.class_scores.score_part`)
    and with plain Python set intersections of the same fingerprints, pair by pair, and the ratio;
 3. **the LMS files** of ``export``: seconds to write the Canvas, Moodle and long-format files
-   for the whole class (:func:`autograder.nbgrader.class_reports.lms_files.write_lms_files`).
+   for the whole class (:func:`autograder.nbgrader.class_reports.lms_files.write_lms_files`);
+4. **regrade's own work** (:func:`autograder.nbgrader.regrading.regrade`, no course): reading
+   the whole class's kept files and ``grades.csv``, comparing, writing the rows that moved (a
+   tenth of the class), with a stand-in grader that answers at once, so that what is left is
+   what ``regrade`` adds to the gradings themselves (those cost what ``grade-all`` costs a
+   notebook: ``benchmarks/grading_stages.py``), as a dry run and for real.
 
 Timings are noisy on a shared machine: the load average is printed with them.
 """
@@ -24,22 +29,29 @@ Timings are noisy on a shared machine: the load average is printed with them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import os
 import tempfile
 import time
 from pathlib import Path
 
+import nbformat
+
+from autograder.core.assessor import Assessment
+from autograder.core.intake.collect import Submission
 from autograder.core.reports.course_points import CoursePoints
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.nbgrader.class_reports.grades_csv import result_row
 from autograder.nbgrader.class_reports.lms_files import write_lms_files
+from autograder.nbgrader.class_reports.writing import write_outputs
+from autograder.nbgrader.regrading import regrade
 from autograder.nbgrader.roster import RosterStudent
 from autograder.similarity.class_scores import score_part
 from autograder.similarity.fingerprints import fingerprint
 from autograder.similarity.report import similarity_report
 from solutions.parts import PARTS
-from tests.submissions.generated_class import disguise, student_parts, write_class
+from tests.submissions.generated_class import disguise, notebook_of, student_parts, write_class
 
 COPIES = 10
 
@@ -66,6 +78,46 @@ def _naive(prints: dict[str, set[int]]) -> int:
     for (_, a), (_, b) in itertools.combinations(prints.items(), 2):
         hits += len(a & b) >= 0.5 * max(1, min(len(a), len(b)))
     return hits
+
+
+@dataclasses.dataclass
+class _InstantGrader:
+    """A stand-in for the grader: every part 2 of 2, ``a2c`` 0 for the ``fixed`` students."""
+
+    points: CoursePoints
+    fixed: set[str]
+    course: None = None
+
+    def assess(self, data: bytes, student: str, name: str, threads: int) -> Assessment:
+        scores = {k: 0.0 if (k == "a2c" and student in self.fixed) else 2.0 for k in PARTS}
+        parts = {k: PartScore(v, 2.0, "") for k, v in scores.items()}
+        return Assessment(GradeResult(student, parts=parts), "")
+
+    def record(self, assessment: Assessment) -> GradeResult:
+        return assessment.result
+
+
+def _regrade(size: int, folder: Path) -> tuple[float, float, int]:
+    """Seconds of a dry run and of a real regrade of ``size`` students, and how many moved."""
+    points = CoursePoints({key: 2.0 for key in PARTS}, {})
+    subs, results = [], []
+    for n in range(size):
+        student, path = f"s{n:03d}", folder / "inbox" / f"s{n:03d}" / "a2c.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(notebook_of(student_parts(seed=n)), path)
+        subs.append(Submission(student, path, 0.0))
+        result = _InstantGrader(points, set()).assess(b"", student, "", 1).result
+        result.source = str(path)
+        results.append(result)
+    out = folder / "grading-output"
+    write_outputs(out, results, points, subs, histogram=False)
+    grader = _InstantGrader(points, {f"s{n:03d}" for n in range(0, size, 10)})
+    started = time.perf_counter()
+    regrade(grader, out, dry_run=True, jobs=2)
+    dry = time.perf_counter() - started
+    started = time.perf_counter()
+    done = regrade(grader, out, jobs=2)
+    return dry, time.perf_counter() - started, len(done.moved)
 
 
 def main() -> None:
@@ -105,6 +157,10 @@ def main() -> None:
         write_lms_files(rows, points, roster, Path(scratch))
         lms = time.perf_counter() - started
     print(f"3. LMS files for {size} students: {lms:.3f} s")
+    with tempfile.TemporaryDirectory(prefix="a2c-regrade-") as scratch:
+        dry, real, moved = _regrade(size, Path(scratch))
+    print(f"4. regrade of {size} students, an instant stand-in grader: dry run {dry:.1f} s, "
+          f"real {real:.1f} s ({moved} moved and written)")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 

@@ -62,25 +62,52 @@ def test_optimizers_compute_the_same_without_loading_torch_compile():
 def test_anything_else_of_torch_dynamo_loads_the_real_module():
     code = textwrap.dedent(
         """
-        import json, sys
+        import inspect, json, sys
         from grading_runtime import eager_torch
         eager_torch.install()
         import torch
-        torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+        torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1).step()
         before = type(sys.modules["torch._dynamo"]).__name__
-        import torch._dynamo
-        compiling = torch._dynamo.is_compiling()  # not a name the stand-in answers
+        # What torch does while it imports (torch.library asks inspect for a frame's module,
+        # which asks every module for __file__): it must not load the real package mid-import.
+        inspect.getmodule(lambda: 0, "/nowhere.py")
+        torch.testing.assert_close(torch.ones(2), torch.ones(2))  # imports torch.distributed
+        walked = type(sys.modules["torch._dynamo"]).__name__
+        import torch._dynamo.config as config  # a submodule: the real package loads first
+        same = torch._dynamo.config is config is sys.modules["torch._dynamo.config"]
+        origin = config.__spec__.origin.rsplit("/", 1)[-1]
+        compiling = torch._dynamo.is_compiling()
         doubled = torch.compile(lambda x: 2 * x, backend="eager")(torch.ones(2)).tolist()
-        print(json.dumps({"before": before, "after": type(sys.modules["torch._dynamo"]).__name__,
+        print(json.dumps({"before": before, "walked": walked, "same": same, "origin": origin,
+                          "after": type(sys.modules["torch._dynamo"]).__name__,
                           "attribute": type(torch._dynamo).__name__, "compiling": compiling,
                           "doubled": doubled, "again": eager_torch.install()}))
         """
     )
     seen = _run(code)
-    assert seen["before"] == "_DynamoStandIn"
+    assert seen["before"] == seen["walked"] == "_DynamoStandIn"
+    assert seen["same"] and seen["origin"] == "config.py"  # loaded once, by the real package
     assert seen["after"] == seen["attribute"] == "module"
     assert seen["compiling"] is False and seen["doubled"] == [2.0, 2.0]
     assert seen["again"] is False  # the real module stays
+
+
+def test_the_graders_own_process_keeps_torch_as_it_is():
+    """Only the sandbox's executor installs the stand-in: the grader's process (the reference's
+    side builds optimizers) and its tests, which share a process, never get it."""
+    code = textwrap.dedent(
+        """
+        import json, sys
+        from autograder.core.judging.plan import make_plan, prepare_references
+        prepare_references(make_plan(1))
+        print(json.dumps({"loaded": type(sys.modules.get("torch._dynamo")).__name__}))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["loaded"] == "module"
 
 
 def test_the_sandboxed_executor_builds_the_students_optimizer_with_the_stand_in():

@@ -11,17 +11,30 @@ In eager code (no ``torch.compile`` running) both marks do nothing: ``disable(fn
 compiler from tracing ``fn``, and ``graph_break()`` is an empty function. :func:`install` puts a
 stand-in for :mod:`torch._dynamo` in ``sys.modules`` that answers exactly those two names that
 way and loads the real module the moment anything else of it is asked for (``torch.compile``
-does), so nothing that needs the real module ever gets the stand-in's answer. Functions marked
-through the stand-in before the real module loads stay unmarked: code that compiles an
-optimizer's step after building it may see a graph break less; grading never compiles.
+does), so nothing that needs the real module ever gets the stand-in's answer:
+
+* any other name, and ``__path__`` (importing a submodule such as ``torch._dynamo.config``),
+  loads the real package first, through its own ``__init__`` as a plain import would; a
+  submodule that the real package loaded meanwhile is then handed over as it is, never loaded a
+  second time (:class:`_AlreadyLoaded`);
+* other ``__dunder__`` names are answered as by a module that lacks them: tools that walk
+  ``sys.modules`` asking each module for its ``__file__`` (``inspect.getmodule``, which torch
+  calls while it imports) must not load the real package in the middle of another import.
+
+Functions marked through the stand-in before the real module loads stay unmarked: code that
+compiles an optimizer's step after building it may see a graph break less. Only the sandbox's
+executor installs it (one student's process, which compiles nothing to grade); the grader's own
+process and the notebooks students run keep torch as it is.
 
 Nothing changes in what the optimizers compute (``tests/test_eager_torch.py`` checks the
-parameters after a few steps are the same bit for bit, and that the real module still loads).
+parameters after a few steps are the same bit for bit, and that torch.compile still works).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
 import sys
 import threading
 import types
@@ -46,7 +59,37 @@ class _DynamoStandIn(types.ModuleType):
         """Eager code: nothing (the real one is an empty function outside a compiler)."""
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__") and name != "__path__":
+            raise AttributeError(name)
         return getattr(_real_module(), name)
+
+
+class _AlreadyLoaded(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Hands over a ``torch._dynamo`` submodule that is loaded already, as it is.
+
+    Python asks a package for ``__path__`` after it has checked that the submodule is not
+    loaded yet; when that question loads the real package (whose ``__init__`` loads many of its
+    submodules), the import goes on to find and load the submodule again. This finder, first on
+    ``sys.meta_path``, answers that search with the module already there.
+    """
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        found = sys.modules.get(fullname)
+        if target is not None or found is None or not fullname.startswith(NAME + "."):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: Any) -> Any:
+        module = sys.modules[spec.name]
+        self._specs[spec.name] = module.__spec__  # the import sets __spec__ to ours: put back
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        spec = self._specs.pop(module.__name__, None)
+        if spec is not None and module.__dict__.get("__spec__") is not spec:
+            types.ModuleType.__setattr__(module, "__spec__", spec)  # past a module's own rules
+
+    _specs: dict[str, Any] = {}
 
 
 def _real_module() -> types.ModuleType:
@@ -72,6 +115,8 @@ def install() -> bool:
     with _LOCK:
         found = sys.modules.get(NAME)
         if found is None:
+            if not any(isinstance(finder, _AlreadyLoaded) for finder in sys.meta_path):
+                sys.meta_path.insert(0, _AlreadyLoaded())
             found = _DynamoStandIn(NAME, "Stand-in for torch._dynamo in eager code (grading).")
             sys.modules[NAME] = found
             torch._dynamo = found

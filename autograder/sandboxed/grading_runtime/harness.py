@@ -35,7 +35,6 @@ import numpy as np
 
 from course_lib.checks.properties import student_error
 
-from . import eager_torch
 from .probes import run_probe
 from .seeding import seed_all
 
@@ -151,7 +150,6 @@ def run_steps(
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(key, record)`` for each step of a part, each seeded and time-limited."""
 
-    eager_torch.install()  # an optimizer built by a step costs no torch.compile import
     timeouts = 0
     with state_kept():
         for index, step in enumerate(steps):

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from autograder.sandboxed.grading_runtime import eager_torch
 from autograder.sandboxed.grading_runtime.harness import SEED, guarded, state_kept
 from autograder.sandboxed.grading_runtime.probes import run_probe
 from autograder.sandboxed.grading_runtime.record import dumps
@@ -95,7 +94,6 @@ def reference_observation(candidate: Any, probe: str, case: dict[str, Any]) -> d
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-        eager_torch.install()  # the reference's optimizers cost no torch.compile import
         with state_kept():
             seed_all(SEED)
             record = guarded(lambda: run_probe(probe, candidate, case), None)

@@ -73,9 +73,10 @@ is a few lines that hand over to its front end (:mod:`autograder.nbgrader`,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -376,6 +377,21 @@ def _grade(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _cluster_session(args: argparse.Namespace) -> Iterator[Any]:
+    """A client of ``--scheduler`` (or of the scheduler the environment names) for the command's
+    time, closed after it; None when no scheduler is named (grading stays on this machine)."""
+    from autograder.core.cluster.connection import scheduler_address
+
+    address = scheduler_address(args.scheduler)
+    client = _cluster_client(address, args) if address else None
+    try:
+        yield client
+    finally:
+        if client is not None:
+            client.close()
+
+
 def _cluster_client(address: str, args: argparse.Namespace) -> Any:
     """A client of the scheduler at ``address``, by the rule of
     :func:`~autograder.core.cluster.security.check_scheduler_address`."""
@@ -400,7 +416,7 @@ def _cluster_client(address: str, args: argparse.Namespace) -> Any:
 def _grade_all(args: argparse.Namespace) -> int:
     import tempfile
 
-    from autograder.core.cluster.connection import ClusterError, scheduler_address
+    from autograder.core.cluster.connection import ClusterError
     from autograder.core.cluster.scheduling import ClusterGrading
     from autograder.core.intake.collect import collect
     from autograder.nbgrader.class_reports.grades_csv import read_rows
@@ -431,35 +447,31 @@ def _grade_all(args: argparse.Namespace) -> int:
         if not submissions:
             print("error: no notebook to grade in the inputs", file=sys.stderr)
             return 1
-        address, client = scheduler_address(args.scheduler), None
         try:
-            if address:  # reached before the grader is built: a wrong address fails fast
-                client = _cluster_client(address, args)
-                if args.jobs is not None:
+            # The client is made before the grader: a wrong address fails fast.
+            with _cluster_session(args) as client:
+                if client is not None and args.jobs is not None:
                     print("warning: --jobs is ignored with a scheduler", file=sys.stderr)
-            # On a cluster this machine only records: the workers need bubblewrap, it does not.
-            isolate = not args.no_sandbox
-            sandbox_here = isolate and client is None
-            with Grader(
-                args.source, timeout=args.timeout, isolate=sandbox_here, course=args.course
-            ) as grader:
-                results = grade_many(
-                    grader,
-                    submissions,
-                    args.out,
-                    problems=problems,
-                    jobs=args.jobs,
-                    histogram=not args.no_histogram,
-                    feedback=not args.no_feedback,
-                    cluster=ClusterGrading(client, isolate) if client is not None else None,
-                    settings=ClassSettings(deadline, args.roster, args.late_penalty),
-                )
+                # On a cluster this machine only records: the workers need bubblewrap, not it.
+                isolate = not args.no_sandbox
+                sandbox_here = isolate and client is None
+                with Grader(
+                    args.source, timeout=args.timeout, isolate=sandbox_here, course=args.course
+                ) as grader:
+                    results = grade_many(
+                        grader,
+                        submissions,
+                        args.out,
+                        problems=problems,
+                        jobs=args.jobs,
+                        histogram=not args.no_histogram,
+                        feedback=not args.no_feedback,
+                        cluster=ClusterGrading(client, isolate) if client is not None else None,
+                        settings=ClassSettings(deadline, args.roster, args.late_penalty),
+                    )
         except ClusterError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        finally:
-            if client is not None:
-                client.close()
     changes = (args.out / "changes.txt").read_text(encoding="utf-8")
     print(printable(f"grades.csv, what changed:\n{changes}"))
     print(printable((args.out / "summary.txt").read_text(encoding="utf-8")))
@@ -472,7 +484,7 @@ def _grade_all(args: argparse.Namespace) -> int:
 
 
 def _regrade(args: argparse.Namespace) -> int:
-    from autograder.core.cluster.connection import ClusterError, scheduler_address
+    from autograder.core.cluster.connection import ClusterError
     from autograder.core.cluster.scheduling import ClusterGrading
     from autograder.nbgrader.course import CourseTemplate
     from autograder.nbgrader.feedback_renderer import render_feedback
@@ -482,31 +494,26 @@ def _regrade(args: argparse.Namespace) -> int:
 
     if args.course is not None:
         check_course_dir(args.course, allow_git=args.allow_git)
-    address, client = scheduler_address(args.scheduler), None
     try:
-        if address:
-            client = _cluster_client(address, args)
-        isolate = not args.no_sandbox
-        course = None if args.dry_run else args.course
-        with Grader(
-            args.source, timeout=args.timeout, isolate=isolate and client is None, course=course
-        ) as grader:
-            if args.dry_run and args.course is not None:  # read only: what the course holds
-                grader.course = CourseTemplate(args.course, persistent=True)
-            done = regrade(
-                grader,
-                args.out,
-                dry_run=args.dry_run,
-                jobs=check_jobs(args.jobs),
-                cluster=ClusterGrading(client, isolate) if client is not None else None,
-                make_feedback=None if args.no_feedback else render_feedback,
-            )
+        with _cluster_session(args) as client:
+            isolate = not args.no_sandbox
+            course = None if args.dry_run else args.course
+            with Grader(
+                args.source, timeout=args.timeout, isolate=isolate and client is None, course=course
+            ) as grader:
+                if args.dry_run and args.course is not None:  # read only: what the course holds
+                    grader.course = CourseTemplate(args.course, persistent=True)
+                done = regrade(
+                    grader,
+                    args.out,
+                    dry_run=args.dry_run,
+                    jobs=check_jobs(args.jobs),
+                    cluster=ClusterGrading(client, isolate) if client is not None else None,
+                    make_feedback=None if args.no_feedback else render_feedback,
+                )
     except ClusterError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    finally:
-        if client is not None:
-            client.close()
     print(printable("\n".join(done.lines)))
     return 0
 

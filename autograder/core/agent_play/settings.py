@@ -9,8 +9,10 @@ The settings live in the assignment's source notebook, in its notebook-level met
   what part 8 is otherwise graded on by trust alone (a score the notebook printed);
   ``false`` turns it off for a course that does not train agents.
 * ``"target_score"`` and ``"points"`` (default: none and 0, no points): with both, the agent
-  earns ``points * min(1, verified score / target_score)`` (never below 0), reported beside the
-  score; courses that only want the report lose nothing.
+  earns ``points * min(1, verified score / target_score)`` (never below 0; 0 without a verified
+  score), counted in every total and full marks (:class:`~autograder.core.reports.course_points.CoursePoints`,
+  :class:`~autograder.core.reports.grade_result.GradeResult`); courses that only want the
+  report lose nothing.
 
 :func:`agent_outcome` turns an :class:`~.verification.AgentReport` into the plain data a
 :class:`~autograder.core.reports.grade_result.GradeResult` carries (it travels from a Dask
@@ -92,8 +94,9 @@ def agent_outcome(report: AgentReport, settings: AgentSettings) -> dict[str, Any
         "seconds": round(report.seconds, 3),
         "flagged": bool(report.verified and report.note),
     }
-    if report.verified is not None and settings.scored:
-        outcome["points"] = settings.points_for(report.verified["score"])
+    if settings.scored:  # no verified score earns 0 of them: the totals count them either way
+        verified = report.verified
+        outcome["points"] = settings.points_for(verified["score"]) if verified else 0.0
         outcome["max_points"] = settings.points
         outcome["target_score"] = settings.target_score
     if report.replay:

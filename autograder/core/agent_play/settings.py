@@ -92,7 +92,9 @@ def agent_outcome(report: AgentReport, settings: AgentSettings) -> dict[str, Any
         "note": report.note,
         "digest": report.digest,
         "seconds": round(report.seconds, 3),
-        "flagged": bool(report.verified and report.note),
+        "flagged": bool(report.verified and report.claim_flag),
+        "flag": report.claim_flag if report.verified else "",
+        "cpu_capped": report.cpu_capped,
     }
     if settings.scored:  # no verified score earns 0 of them: the totals count them either way
         verified = report.verified

@@ -2,7 +2,7 @@
 
 Read from an nbgrader notebook's cell metadata (the release or the source), and the verified
 agent's points from its notebook-level settings (``a2c.agent``,
-:mod:`autograder.core.agent_play.settings`); used by the reports
+:mod:`autograder.core.reports.agent_settings`); used by the reports
 (:mod:`autograder.nbgrader.class_reports`), the export and the feedback step alike, so that every
 total is counted one way.
 """
@@ -77,7 +77,7 @@ def course_points(notebook: Any) -> CoursePoints:
 def _agent_points(notebook: Any) -> float:
     """The points the course's settings give the verified agent (0 when it is not played, has
     no points, or the settings are wrong: grading refuses those at its start)."""
-    from autograder.core.agent_play.settings import agent_settings
+    from autograder.core.reports.agent_settings import agent_settings
 
     try:
         settings = agent_settings(notebook)

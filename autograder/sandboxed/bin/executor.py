@@ -15,7 +15,9 @@ the records are plain data, written with :func:`grading_runtime.record.dumps`, t
 decodes and validates; requests are read with :func:`grading_runtime.record.read_request`,
 which only turns the plan's encoded arrays back into arrays.
 
-Before the first cell runs, the executor keeps its own references to the runtime's entry points
+Before the first cell runs, the executor puts :mod:`grading_runtime.eager_torch`'s stand-in for
+``torch._dynamo`` in place (building the student's first optimizer would otherwise import
+``torch.compile``'s machinery, 2 to 3 s), keeps its own references to the runtime's entry points
 and seals the runtime's modules (:class:`grading_runtime.seal.Seal`). A probe step whose
 seal is broken (a cell rebound the probe table, a probe, or a function's code) is not run or
 not reported: its record says ``tampered``, which makes the result ``tampered``.
@@ -29,8 +31,9 @@ import sys
 
 def _runtime():
     """The runtime's modules, and a seal on them taken before any cell of the student's runs."""
-    from grading_runtime import harness, record, seal
+    from grading_runtime import eager_torch, harness, record, seal
 
+    eager_torch.install()  # the student's first optimizer costs no torch.compile import
 
     # Every module of the runtime (the probes, one module a part, included) and what the probes
     # read of course_lib's checks.

@@ -10,6 +10,8 @@ of it, and it holds no answer: see :mod:`.fixtures`).
   time-limited, and yields one record per step;
 * :mod:`.probes`: what each step does with the student's code, reported as plain data;
 * :mod:`.fixtures`: the coded frames, tiny models and trajectories the probes drive a part with;
+* :mod:`.eager_torch`: a stand-in for ``torch._dynamo`` so that building an optimizer does not
+  import torch.compile's machinery (2 to 3 s a process; installed by the sandbox's executor only);
 * :mod:`.record`: records as JSON text, written by :func:`~.record.dumps`; the sandbox only
   writes them (the grader decodes them strictly in :mod:`autograder.core.judging.record_decoding` and
   checks their envelope in :mod:`autograder.core.judging.channel`), and reads the grader's requests with

@@ -166,10 +166,11 @@ def main() -> None:
         wall, (own, _) = time.monotonic(), _cpu()
         report = verify_agent(nb, assessor._bin, assessor.lib, protocol=protocol)
         own2, _ = _cpu()
-        # The sandbox runs as another user, not reaped as this process's child: its CPU is what
-        # agent_server.py printed at its end (its cells, the weights and every answer).
+        # The sandbox runs as another user, not reaped as this process's child: its CPU is its
+        # cgroup's figure (its cells, the weights and every answer), else what agent_server.py
+        # printed at its end.
         found = re.search(r"agent_server: ([0-9.]+) s CPU", report.log)
-        inside = float(found.group(1)) if found else math.nan
+        inside = report.sandbox_cpu or (float(found.group(1)) if found else math.nan)
         sandboxed = (own2 - own) + inside
         if report.verified is None:
             print(f"sandboxed: no score: {report.note}\n{report.log}")
@@ -180,6 +181,7 @@ def main() -> None:
             f"(grader {own2 - own:.1f} s, sandbox {inside:.1f} s), answers "
             f"{report.answer_seconds:.1f} s; score {v['score']:.1f} (std {v['std']:.1f}) over "
             f"{v['games']} games, {v['steps']:,} steps, {v['capped']} capped"
+            + (f"; {report.cpu_capped}" if report.cpu_capped else "; within the CPU cap")
         )
         wall, (own, _) = time.monotonic(), _cpu()
         result = play_games(model_agent(model), protocol, game_seeds(protocol.games))

@@ -42,6 +42,7 @@ from course_lib.saved_agent import (
 from solutions.reference import make_model
 from tests.submissions.hostile_agents import (
     AGENT_ATTACKS,
+    CPU_BURN,
     EVAL_SWITCH,
     EXPECTED_NOTES,
     SEED_HUNT,
@@ -174,6 +175,29 @@ def test_a_network_that_plays_otherwise_under_evaluation_gets_what_it_played(ass
     expected = play_games(always_fire, SHORT, seeds)
     assert conversation.result.scores.tolist() == expected.scores.tolist()
     assert [g.steps for g in conversation.result.games] == [g.steps for g in expected.games]
+
+
+@pytest.mark.rom
+@pytest.mark.slow
+def test_an_agent_that_burns_cpu_is_capped_and_its_finished_games_scored(assessor):
+    """Two threads spinning beside honest answers: the verification stops at its CPU cap (both
+    sides, the sandbox's measured from its cgroup, not from what it says), well before the wall
+    limits, and the note says so; the games finished by then are the score."""
+    protocol = dataclasses.replace(GRADER_PROTOCOL, games=3, max_agent_steps=300, games_at_once=1)
+    limits = dataclasses.replace(QUICK_LIMITS, cpu_seconds=8.0)
+    start = time.monotonic()
+    conversation, ran = play_in_sandbox(
+        _attack_job("wrong_shape", CPU_BURN), protocol, assessor._bin, assessor.lib, limits
+    )
+    said = conversation.cpu_capped or conversation.failure
+    if conversation.sandbox_cpu > 0:  # the run's cgroup measured it (a root grader, cgroup v2)
+        assert said.startswith("capped at 8 s of CPU"), (said, ran.output[-2000:])
+        assert conversation.grader_cpu + conversation.sandbox_cpu >= 8.0
+    else:  # no cgroup to measure it: the agent's process stops at its own RLIMIT_CPU
+        assert re.search("8 s of CPU|closed its channel", said), (said, ran.output[-2000:])
+    games = conversation.result.games if conversation.result is not None else ()
+    assert len(games) < 3 and all(game.steps == 300 for game in games)
+    assert time.monotonic() - start < 120  # the CPU cap, not the 30 s of answers or the wall
 
 
 def test_no_agent_or_a_refused_one_is_a_note_before_anything_runs(tmp_path):

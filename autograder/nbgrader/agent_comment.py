@@ -31,6 +31,11 @@ def record_agent_comment(
     line = agent_line(result.agent)
     if not line or not (result.agent or {}).get("digest") or comment_cell is None:
         return
+    if result.agent_max:  # like the late penalty: outside the gradebook's cells
+        line += (
+            " The agent's points are not in formgrader's total (the gradebook has no cell for "
+            "them); the final total (grades.csv, the exports, the feedback) counts them."
+        )
     from nbgrader.api import Gradebook, MissingEntry
 
     with gradebook_session(), Gradebook(db_url) as gradebook:

@@ -75,6 +75,7 @@ from autograder.nbgrader.course import (
 from autograder.nbgrader.feedback_renderer import render_feedback
 from autograder.nbgrader.gradebook_check import check_gradebook
 from autograder.nbgrader.plain_feedback import plain_feedback_page
+from autograder.nbgrader.preprocessors.trusted_scores import AGENT_POINTS_KEY
 from autograder.nbgrader.progress_log import ProgressLog
 from autograder.nbgrader.template_cache import template_course
 from solutions.parts import ASSIGNMENT, NOTEBOOK
@@ -218,15 +219,13 @@ class Grader:
         student = result.student
         scores = self.workdir / "scores" / f"{next(self._ids):05d}.json"
         try:
-            scores.write_text(
-                json.dumps(
-                    {
-                        f"test_{key}": {"score": part.score, "feedback": part.feedback}
-                        for key, part in result.parts.items()
-                    }
-                ),
-                encoding="utf-8",
-            )
+            record: dict[str, Any] = {
+                f"test_{key}": {"score": part.score, "feedback": part.feedback}
+                for key, part in result.parts.items()
+            }
+            if self.points.agent:  # the feedback's totals count them (TrustedScores)
+                record[AGENT_POINTS_KEY] = result.agent_points
+            scores.write_text(json.dumps(record), encoding="utf-8")
             autograde(self.gradebook, student, assessment.notebook, scores)
             with gradebook_session():
                 disagreements = check_gradebook(self.gradebook.db_url, student, result)
@@ -309,7 +308,9 @@ def _write_feedback(course: CourseTemplate, result: GradeResult, feedback_dir: P
         result.notes.append(f"feedback: {reason}")
         parts = {name: (part.score, part.max, part.feedback) for name, part in result.parts.items()}
         page.write_text(
-            plain_feedback_page(result.student, result.total, result.autograded_max, parts, reason),
+            plain_feedback_page(
+                result.student, result.total, result.autograded_max + result.agent_max, parts, reason
+            ),
             encoding="utf-8",
         )
 

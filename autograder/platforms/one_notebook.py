@@ -178,7 +178,8 @@ def summary(result: Any) -> str:
         f"status: {result.status}",
         f"isolation: {result.isolation}",
         f"autograded: {points_text(result.total)} points (full marks "
-        f"{points_text(result.autograded_max)}"
+        f"{points_text(result.autograded_max + result.agent_max)}"
+        + (f", the verified agent's {points_text(result.agent_max)} included" if result.agent_max else "")
         + (f"; the bonus adds up to {points_text(bonus)})" if bonus else ")"),
     ]
     lines += [

@@ -23,9 +23,11 @@ attack              what the network does when the grader asks it for logits
                     shown; prints ``FOUND`` if it sees one (the test fixes the seeds to know them)
 ``eval_switch``     behaves differently under evaluation (``torch.no_grad``, batches of frames it
                     never trained on): always fires; its score is what the grader's games give
+``cpu_burn``        spins in two threads beside honest answers: capped at the verification's CPU
+                    (the grader measures the sandbox's CPU from outside), the finished games scored
 ==================  ===========================================================================
 
-``seed_hunt`` and ``eval_switch`` are not refused: their tests check what they get instead
+``seed_hunt``, ``eval_switch`` and ``cpu_burn`` are not refused: their tests check what they get instead
 (no seed; a score the grader's own games give for what the network did).
 """
 
@@ -116,3 +118,17 @@ EXPECTED_NOTES = {
 def attack_cell(name: str, body: str | None = None) -> str:
     """The cell that replaces ``make_model`` with attack ``name`` (or whose forward is ``body``)."""
     return _WRAP.format(body=AGENT_ATTACKS[name] if body is None else body)
+
+#: Burns CPU beside its answers: a thread that spins between them (and so slows the answers
+#: too), started at the first batch; the answers stay honest. The grader's CPU cap stops it.
+CPU_BURN = """        import threading
+        if not getattr(forward, 'spinning', False):
+            forward.spinning = True
+
+            def spin():
+                while True:
+                    sum(range(10000))
+            for _ in range(2):
+                threading.Thread(target=spin, daemon=True).start()
+        return honest_forward(x)
+"""

@@ -49,8 +49,10 @@ def agent_line(agent: dict[str, Any] | None) -> str:
             f"; {agent['points']:g} of {agent['max_points']:g} point(s) "
             f"(target {agent['target_score']:g})"
         )
-    if agent.get("flagged") and agent.get("note"):
-        text += f". Flag: {agent['note']}"
+    if agent.get("cpu_capped"):
+        text += f"; {agent['cpu_capped']}, scored"
+    if agent.get("flagged") and (agent.get("flag") or agent.get("note")):
+        text += f". Flag: {agent.get('flag') or agent['note']}"
     return text + "."
 
 

@@ -68,8 +68,13 @@ class AgentReport:
     answer_seconds: float = 0.0
     log: str = ""
     seeds: list[int] = field(default_factory=list)
-    #: CPU seconds of the agent's process, as it printed at its end (a cost, never a grade)
+    #: CPU seconds of the agent's run: its cgroup's figure where there is one, else what its
+    #: process printed at its end (a cost, never a grade)
     sandbox_cpu: float = 0.0
+    #: ``"capped at N s of CPU ..."``: the CPU cap stopped the games (the finished ones count)
+    cpu_capped: str = ""
+    #: the notebook's own evaluation is above the verified score beyond noise (:func:`claim_gap`)
+    claim_flag: str = ""
 
 
 def find_agent(
@@ -218,14 +223,15 @@ def verify_agent(
             return report
         cells = [cell["source"] for cell in job_cells(nb, {"model": "make_model"})]
         job = {"cells": [source for source in cells if source is not None], "bundle": bundle,
-               "threads": 1}  # fmt: skip
+               "threads": 1, "cpu_seconds": limits.cpu_seconds}  # fmt: skip
         conversation, ran = play_in_sandbox(
             job, protocol, bin_dir, lib_dir, limits, sandbox_limits, isolate, replay_steps
         )
         report.answer_seconds = conversation.answer_seconds
         report.log = ran.output[-2000:]
         reported = re.findall(r"agent_server: ([0-9]{1,6}\.[0-9]{2}) s CPU", report.log)
-        report.sandbox_cpu = float(reported[-1]) if reported else 0.0
+        report.sandbox_cpu = conversation.sandbox_cpu or (float(reported[-1]) if reported else 0.0)
+        report.cpu_capped = conversation.cpu_capped
         if conversation.result is None:
             report.note = conversation.failure or (
                 "the agent's run ended without games" + (" (killed at the time limit)"
@@ -235,7 +241,8 @@ def verify_agent(
         report.verified = conversation.result.summary()
         report.replay = conversation.result.replay
         report.seeds = [game.seed for game in conversation.result.games]
-        report.note = claim_gap(report.verified, weights.evaluation)
+        report.claim_flag = claim_gap(report.verified, weights.evaluation)
+        report.note = "; ".join(filter(None, [report.cpu_capped, report.claim_flag]))
         return report
     except Exception as error:  # noqa: BLE001 - one submission never stops the class
         report.note = f"the grader could not play the agent ({type(error).__name__}: {error})"[:500]

@@ -3,7 +3,8 @@
 Where the grader is root and a cgroup hierarchy is writable (v2 where ``memory`` and ``pids``
 are delegated, else v1), :class:`Cgroup` caps the memory (in-memory folders included) and the
 tasks of everything a run starts; removing it kills what is left in it. Elsewhere it is
-inactive, and only per-process limits hold (the result's note says which).
+inactive, and only per-process limits hold (the result's note says which). Under v2 it also
+tells a run's conversation the CPU the run has used (:meth:`Cgroup.cpu_seconds`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,19 @@ class Cgroup:
     @property
     def active(self) -> bool:
         return bool(self.dirs)
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds used so far by everything in the run (v2's ``cpu.stat``), or ``None``
+        where there is no such figure (no cgroup, or v1 without ``cpuacct``)."""
+        if not self.dirs or self.dirs[0].parent != self.ROOT_V2:
+            return None
+        try:
+            for line in (self.dirs[0] / "cpu.stat").read_text().splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+        except (OSError, ValueError):
+            return None
+        return None
 
     def join(self) -> None:  # in the child, before exec
         for folder in self.dirs:

@@ -113,7 +113,9 @@ class Pipes:
 #: Instead of fixed ``stdin`` bytes, a run may hold a conversation: called in the grader's
 #: thread with the write end of the command's standard input and the read end of its channel
 #: (it owns and closes both), it sends requests and reads answers within its own time limits
-#: (:mod:`autograder.core.agent_play`); the run's ``channel`` is then empty.
+#: (:mod:`autograder.core.agent_play`); the run's ``channel`` is then empty. A conversation
+#: with a ``watch`` method is first handed a function that returns the run's CPU seconds so far,
+#: measured from outside (its cgroup), or ``None`` where there is no such measure.
 Conversation = Callable[[int, int], None]
 CONVERSATION_GRACE = 5.0  #: seconds a command gets to exit once its conversation is over
 
@@ -161,6 +163,9 @@ def supervise(
     log.start()
     channel = Reader(-1, 0)
     if callable(stdin):
+        watch = getattr(stdin, "watch", None)  # a conversation that caps the run's CPU
+        if callable(watch):
+            watch(cgroup.cpu_seconds)
         stdin(pipes.stdin_write, pipes.channel_read)
         # The conversation is over: the command has a few seconds to exit, no more.
         wall_seconds = min(wall_seconds, time.monotonic() - start + CONVERSATION_GRACE)

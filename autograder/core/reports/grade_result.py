@@ -90,9 +90,20 @@ class GradeResult:
 
     @property
     def total(self) -> float:
-        """The autograded points and the hand-graded ones known so far (:attr:`hand_scores`)."""
+        """The autograded points, the hand-graded ones known so far (:attr:`hand_scores`) and
+        the verified agent's (:attr:`agent_points`)."""
         scores = [part.score for part in self.parts.values()]
-        return round(sum(scores) + sum(self.hand_scores.values()), 6)
+        return round(sum(scores) + sum(self.hand_scores.values()) + self.agent_points, 6)
+
+    @property
+    def agent_points(self) -> float:
+        """The points the verified agent earned (0 unless the course gives some)."""
+        return float((self.agent or {}).get("points") or 0.0)
+
+    @property
+    def agent_max(self) -> float:
+        """The points the course gives the verified agent (0 unless it gives some)."""
+        return float((self.agent or {}).get("max_points") or 0.0)
 
     @property
     def waiting(self) -> list[str]:
@@ -107,8 +118,8 @@ class GradeResult:
     @property
     def max_total(self) -> float:
         """Full marks, as ``grades.csv`` counts them: :attr:`autograded_max` plus the points
-        graded by hand (part 8, known once nbgrader recorded the notebook)."""
-        return round(self.autograded_max + sum(self.manual.values()), 6)
+        graded by hand (part 8, known once nbgrader recorded the notebook) and the agent's."""
+        return round(self.autograded_max + sum(self.manual.values()) + self.agent_max, 6)
 
     def unfinished_notes(self) -> list[str]:
         """One note per part whose checks did not all finish (an endless loop, a crash)."""

@@ -3,7 +3,10 @@
 The columns: ``student, status, total, max_total, <part>..., discussion, submitted_at,
 submitted_from, minutes_late, raw_total, late_penalty, sandboxed, notes, file, received,
 graded_at`` (:data:`HEAD`, the parts, part 8, the verified agent's columns when the grader
-played agents (:mod:`.agent_board`), :data:`TAIL`), then any column added by hand (kept). ``total`` is ``raw_total`` less ``late_penalty`` (:func:`apply_late_penalty`); part 8
+played agents (:mod:`.agent_board`), :data:`TAIL`), then any column added by hand (kept).
+``raw_total`` counts ``agent_points`` where the course gives the agent points, and ``max_total``
+is full marks with them (:class:`CoursePoints`); ``total`` is ``raw_total`` less
+``late_penalty`` (:func:`apply_late_penalty`); part 8
 comes from the gradebook (:func:`refresh_manual`) and says ``not graded yet`` until it is
 graded, never 0. A row whose status is not ``graded`` has empty score columns (its
 provisional total is in ``notes``). Every text cell is made safe for spreadsheets
@@ -92,14 +95,16 @@ def result_row(result: GradeResult, points: CoursePoints, when: str, received: s
 
 
 def retotal(row: dict[str, str], points: CoursePoints) -> None:
-    """``raw_total``: the autograded parts (bonus included) plus the hand-graded points so far;
-    ``total``: that less ``late_penalty`` (:mod:`autograder.nbgrader.late_penalty`), never below 0."""
+    """``raw_total``: the autograded parts (bonus included) plus the hand-graded points so far
+    and, where the course gives the verified agent points, ``agent_points``; ``total``: that
+    less ``late_penalty`` (:mod:`autograder.nbgrader.late_penalty`), never below 0."""
     if row.get("status") != "graded":
         row["total"] = row["raw_total"] = row["late_penalty"] = ""
         return
     auto = [number_in(row.get(key, "")) for key in points.auto]
     manual = [number_in(row.get(name, "")) for name in points.manual]
-    raw = sum(v for v in auto + manual if v is not None)
+    agent = [number_in(row.get("agent_points", ""))] if points.agent else []
+    raw = sum(v for v in auto + manual + agent if v is not None)
     penalty = number_in(row.get("late_penalty", "")) or 0.0
     row["raw_total"], row["late_penalty"] = points_cell(raw), points_cell(penalty)
     row["total"] = points_cell(max(0.0, raw - penalty))

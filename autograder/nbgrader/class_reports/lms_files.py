@@ -2,7 +2,7 @@
 
 ``python -m autograder export`` writes three files into ``<out>/lms/`` from the rows of
 ``grades.csv`` (the course's one set of totals: the late penalty taken off, part 8 as graded so
-far, the bonus on top) and the course's roster (:mod:`autograder.nbgrader.roster`):
+far, the bonus on top, the verified agent's points where the course gives some) and the course's roster (:mod:`autograder.nbgrader.roster`):
 
 * ``canvas.csv``, Canvas's gradebook import: ``Student, ID, SIS User ID, SIS Login ID,
   Section``, then one assignment column (:data:`DEFAULT_COLUMN`, or the header Canvas's own
@@ -13,7 +13,8 @@ far, the bonus on top) and the course's roster (:mod:`autograder.nbgrader.roster
 * ``moodle.csv``, Moodle's CSV grade import: ``ID number`` (the roster's ``sis_user_id``),
   ``Email address``, ``First name``, ``Last name`` and the grade column; Moodle is told to map
   users from *Email address* to ``useremail`` or from *ID number* to ``useridnumber``;
-* ``grades_long.csv``, one row per student and item (each part, part 8, the total) with
+* ``grades_long.csv``, one row per student and item (each part, part 8, ``agent_points`` where
+  the course gives the agent points, the total) with
   ``points, max``, and on the total row ``minutes_late`` and ``late_penalty``, for any other
   system or a spreadsheet.
 
@@ -130,6 +131,10 @@ def _long(students: Sequence[LmsStudent], points: CoursePoints, zero: bool) -> l
             manual = value if graded and value != NOT_GRADED_YET else ""
             item_status = NOT_GRADED_YET if value == NOT_GRADED_YET else status
             table.append([student.id, name, manual, points_cell(top), "", "", item_status])
+        if points.agent:  # the verified agent's points, counted in the total
+            agent = row.get("agent_points", "") if graded else ""
+            table.append([student.id, "agent_points", agent, points_cell(points.agent), "", "",
+                          status])  # fmt: skip
         total_status = f"{status} (part 8 not graded yet: total so far)" if pending else status
         late = [row.get("minutes_late", ""), row.get("late_penalty", "")]
         table.append([student.id, "total", student.grade(zero), full, *late, total_status])

@@ -1,7 +1,9 @@
 """The course's one set of totals for the feedback page (template ``a2c_feedback``).
 
-Full marks = autograded points without the bonus + part 8, the bonus counted above full marks,
-and part 8 shown as *not graded yet* (never 0) until formgrader has a score for it.
+Full marks = autograded points without the bonus + part 8 + the verified agent's points where
+the course gives some (read from the grader's record in the autograded notebook, never from
+the gradebook, which has no cell for them), the bonus counted above full marks, and part 8
+shown as *not graded yet* (never 0) until formgrader has a score for it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class CourseTotals(Preprocessor):
         self, nb: NotebookNode, resources: dict[str, Any]
     ) -> tuple[NotebookNode, dict[str, Any]]:
         from autograder.nbgrader.class_reports.hand_scores import manual_scores
+        from autograder.nbgrader.preprocessors.trusted_scores import AGENT_POINTS_KEY
 
         points = _release_points(nb, resources)
         meta = resources.get("nbgrader", {})
@@ -59,6 +62,13 @@ class CourseTotals(Preprocessor):
                         "kind": "part 8, graded by hand",
                     }
                 )
+        if points.agent:  # the grader's record of the verified agent (TrustedScores), else 0
+            earned = nb.get("metadata", {}).get(AGENT_POINTS_KEY)
+            score = float(earned) if isinstance(earned, (int, float)) else 0.0
+            parts.append(
+                {"name": "agent", "score": min(score, points.agent), "points": points.agent,
+                 "kind": "verified agent score"}  # fmt: skip
+            )
         pending = [part["name"] for part in parts if part["score"] is None]
         late = float(meta.get("late_penalty") or 0.0) if meta else 0.0
         raw = round(sum(part["score"] or 0.0 for part in parts), 6)

@@ -6,7 +6,10 @@ own, trusted process (:mod:`autograder.nbgrader.grader`). It then hands the note
 (``autograder/nbgrader/config.py``). :class:`TrustedScores` replaces the outputs of every
 autograded cell by the grader's record for that part, one stdout stream (the feedback) and one
 float result (the points), which nbgrader's ``SaveAutoGrades`` then saves. Whatever the
-student's code printed or displayed in those cells is gone. Without a record
+student's code printed or displayed in those cells is gone. Where the course gives the verified
+agent points, the record holds them too (:data:`AGENT_POINTS_KEY`), and they go into the
+notebook's metadata for the feedback's totals; a key of that name the student wrote is removed
+either way. Without a record
 (``--TrustedScores.record=...``, which only the grader passes) it stops nbgrader with an
 error, so running ``nbgrader autograde`` by hand cannot grade a notebook's own outputs.
 """
@@ -24,7 +27,11 @@ from traitlets import Bool, Unicode
 
 from autograder.nbgrader.preprocessors.save_extra_credit import is_extra_credit
 
-__all__ = ["TrustedScores"]
+__all__ = ["AGENT_POINTS_KEY", "TrustedScores"]
+
+#: The record's entry, and the autograded notebook's metadata key, of the verified agent's points
+#: (only where the course gives the agent points; read by ``CourseTotals`` for the feedback).
+AGENT_POINTS_KEY = "a2c_agent_points"
 
 
 def _graded_code(cell: NotebookNode) -> str | None:
@@ -53,6 +60,10 @@ class TrustedScores(Preprocessor):
             )
         scores = json.loads(Path(self.record).read_text(encoding="utf-8"))
         extra = resources.setdefault("a2c_extra_credit", {})
+        # The verified agent's points, for the feedback's totals: the grader's, never the file's.
+        nb.metadata.pop(AGENT_POINTS_KEY, None)
+        if AGENT_POINTS_KEY in scores:
+            nb.metadata[AGENT_POINTS_KEY] = float(scores[AGENT_POINTS_KEY])
         for cell in nb.cells:
             grade_id = _graded_code(cell)
             if grade_id is None:

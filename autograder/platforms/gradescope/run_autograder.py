@@ -1,15 +1,15 @@
 """What Gradescope runs per submission: grade the notebook, write ``results/results.json``.
 
 The results follow Gradescope's autograder specification: ``score`` (the autograded total,
-bonus included; 0 when the notebook could not be graded), ``execution_time`` (seconds),
+bonus included, and the verified agent's points where the course gives some; 0 when the notebook could not be graded), ``execution_time`` (seconds),
 ``output`` (status, isolation mode, notes, and that part 8 is graded by hand), and one
 ``tests`` entry per autograded part with ``name``, ``score``, ``max_score``, ``status``
 (``"passed"`` at full marks, else ``"failed"``: the two values Gradescope documents),
 ``output`` (the hidden tests' feedback, which names the failing case and never the expected
 values) and ``visibility``. The bonus part is its own test. Part 8 has no test: on Gradescope it
 is a question of its own, graded by hand, and a test for it could only pass or fail a part
-nobody has read yet. Where the grader played the saved agent, a test of no points says its
-verified score (:func:`~autograder.core.agent_play.feedback.agent_line`) and ``leaderboard``
+nobody has read yet. Where the grader played the saved agent, a test (of the agent's points,
+none unless the course gives some) says its verified score (:func:`~autograder.core.agent_play.feedback.agent_line`) and ``leaderboard``
 holds it (Gradescope's leaderboard: the verified score, highest first, its spread and the
 games). The grader's own log stays hidden from students (``stdout_visibility``).
 """
@@ -63,10 +63,14 @@ def gradescope_results(result: Any, seconds: float) -> dict[str, Any]:
         "tests": tests,
     }
     if result.agent:
-        # The agent's line as a test of no points (the course's points, when set, are in it),
+        # The agent's line as a test (of no points unless the course gives the agent some),
         # and the verified score on Gradescope's leaderboard (highest first).
-        tests.append({"name": "Verified agent score", "number": str(len(tests) + 1),
-                      "output": agent_line(result.agent), "visibility": VISIBILITY})  # fmt: skip
+        test = {"name": "Verified agent score", "number": str(len(tests) + 1),
+                "output": agent_line(result.agent), "visibility": VISIBILITY}  # fmt: skip
+        if result.agent_max:  # the course gives it points: they are in ``score`` too
+            graded = result.status == "graded"
+            test.update(score=result.agent_points if graded else 0.0, max_score=result.agent_max)
+        tests.append(test)
         verified = result.agent.get("verified")
         if verified:
             results["leaderboard"] = [

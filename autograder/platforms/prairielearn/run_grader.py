@@ -1,11 +1,12 @@
 """What PrairieLearn's external grader runs per submission: grade, write ``results.json``.
 
 The results follow PrairieLearn's external grading schema: ``gradable``, ``score`` (the
-autograded total over full marks, bonus included, at most 1; 0 when the notebook could not be
+autograded total over full marks, bonus included (and the verified agent's points where the
+course gives some), at most 1; 0 when the notebook could not be
 graded), ``message`` (the status), ``output`` (status, isolation mode, notes) and one
 ``tests`` entry per part with ``name``, ``description``, ``points``, ``max_points``, ``output``
 (the hidden tests' feedback) and ``message``; where the grader played the saved agent, a test
-of no points with its verified score and the replay strip in ``images``. Part 8 is a test worth 0 of 0 that says it is
+with its verified score (of no points unless the course gives the agent some) and the replay strip in ``images``. Part 8 is a test worth 0 of 0 that says it is
 graded by hand (the question's manual points): PrairieLearn shows such a test as information,
 neither passed nor failed. A job with no notebook, or where student code cannot be
 isolated, or whose file is not a readable notebook, is ``gradable: false`` with the reason in
@@ -55,7 +56,7 @@ def prairielearn_results(result: Any) -> dict[str, Any]:
                 "message": row.output.splitlines()[0] if row.output else "",
             }
         )
-    full = result.autograded_max
+    full = result.autograded_max + result.agent_max  # the agent's points, when the course gives some
     graded = result.status == "graded"
     score = min(1.0, result.total / full) if graded and full > 0 else 0.0
     results = {
@@ -65,10 +66,12 @@ def prairielearn_results(result: Any) -> dict[str, Any]:
         "output": summary(result),
         "tests": tests,
     }
-    if result.agent:  # a test of no points, and the replay strip as PrairieLearn's image
+    if result.agent:  # a test (of the agent's points, if any), and the replay strip as an image
         line = agent_line(result.agent)
+        earned = result.agent_points if graded else 0.0
         tests.append({"name": "Verified agent score", "description": "the grader's own games",
-                      "points": 0.0, "max_points": 0.0, "output": line, "message": line})  # fmt: skip
+                      "points": earned, "max_points": result.agent_max, "output": line,
+                      "message": line})  # fmt: skip
         if result.agent.get("replay_png"):
             results["images"] = [{
                 "label": "the agent in the grader's first game",

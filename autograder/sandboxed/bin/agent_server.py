@@ -7,7 +7,8 @@ the same frames and checks every byte it gets back.
 
 Standard input carries, in binary frames (4-byte tag, little-endian length, payload):
 
-* one ``JOB`` frame: JSON ``{"cells": [source, ...], "bundle": {...}, "threads": n}``: the
+* one ``JOB`` frame: JSON ``{"cells": [source, ...], "bundle": {...}, "threads": n,
+  "cpu_seconds": s}`` (``s``: the CPU cap, set on this process as ``RLIMIT_CPU``): the
   notebook's set-up cells and the cells that define ``make_model`` (run here with IPython, as
   in Jupyter), and the saved agent the grader has already checked
   (:func:`course_lib.saved_agent.unpack_agent`);
@@ -22,6 +23,7 @@ frames only, and the grader samples the actions from its logits.
 
 import json
 import os
+import resource
 import struct
 import sys
 import time
@@ -88,6 +90,13 @@ def main():
     requests = sys.stdin.buffer
     sys.stdin = open(os.devnull)  # input() in a cell gets EOF instead of reading requests
     job = json.loads(_read_frame(requests, JOB))
+    # The verification's CPU cap, on this process too, before any of the student's code runs: a
+    # hard limit it cannot raise (the grader measures the whole run from outside where it has a
+    # cgroup, and stops first; this is the cap where it has none).
+    cap = int(job.get("cpu_seconds", 20)) + 1
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    cap = cap if hard == resource.RLIM_INFINITY else min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (cap, cap))
     try:
         model, torch = _network(job)
     except BaseException as error:  # noqa: BLE001 - the student's code: any failure is a note

@@ -105,8 +105,9 @@ def test_the_feedback_reads_the_graders_record_never_the_notebooks_own_metadata(
 @pytest.mark.slow
 def test_a_course_with_agent_points_counts_them_in_every_channel(tmp_path):
     """Alice's agent earns 1.5 of 2 points (300 of a 400 target): grades.csv, the feedback page,
-    part 8's comment in formgrader, then part 8 graded and ``export``: grades.csv, the feedback
-    and the LMS files all say the same total, over full marks with the agent's 2 points."""
+    part 8's comment in formgrader, then part 8 graded and ``export``: grades.csv, the feedback,
+    the LMS files and ``nbgrader export`` all say the same total, over full marks with the
+    agent's 2 points."""
     from nbgrader.api import Gradebook
 
     from autograder.core.intake.collect import Submission
@@ -114,7 +115,7 @@ def test_a_course_with_agent_points_counts_them_in_every_channel(tmp_path):
     from autograder.nbgrader.class_reports.writing import write_outputs
     from autograder.nbgrader.course import ASSIGNMENT, NOTEBOOK, autograde, open_course
     from autograder.nbgrader.final_export import export
-    from tests.test_part8_policy import _formgrader_saves, _scores
+    from tests.test_part8_policy import _formgrader_saves, _nbgrader, _scores
 
     course = open_course(tmp_path / "course", _source(tmp_path, {"target_score": 400, "points": 2}))
     release = nbformat.read(course.release_notebook, as_version=4)
@@ -162,3 +163,8 @@ def test_a_course_with_agent_points_counts_them_in_every_channel(tmp_path):
     assert canvas[1][-1] == f"{full:g}" and float(canvas[2][-1]) == pytest.approx(auto + 4.0)
     long = list(csv.reader((out / "lms" / "grades_long.csv").open(encoding="utf-8")))
     assert ["alice", "agent_points", "1.5", "2"] == long[-2][:4]
+    _nbgrader(course, "export")  # `nbgrader export` in the course folder, as the guide runs it
+    with (course.root / "grades.csv").open() as handle:
+        exported = next(row for row in csv.DictReader(handle) if row["student_id"] == "alice")
+    assert float(exported["max_score"]) == full
+    assert float(exported["score"]) == pytest.approx(auto + 4.0) == float(final["total"])

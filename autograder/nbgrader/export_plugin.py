@@ -8,23 +8,37 @@ without the bonus + part 8), ``score`` with the bonus included, and two more col
 ``late_submission_penalty`` is the course's late penalty (:mod:`autograder.nbgrader.late_penalty`,
 stored in the gradebook by the grader), ``score`` is ``raw_score`` less it, never below 0; a
 student known by id only has empty name columns (:func:`autograder.nbgrader.roster.is_placeholder`).
+
+Where the course gives the verified agent points (the source notebook's ``a2c.agent``), they
+count as in every other channel: in ``max_score``, and in ``raw_score`` as the grader recorded
+them in the student's autograded notebook (its ``a2c_agent_points``, written from the grader's
+own record, never from the student's notebook). nbgrader's gradebook has no cell for them, so
+they are read from the course folder, which ``nbgrader export`` names (its ``coursedir``).
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
 from nbgrader.api import MissingEntry
 from nbgrader.plugins.export import ExportPlugin
 
 from autograder.core.judging.parts import BONUS_PARTS
+from autograder.core.reports.agent_settings import agent_settings
 from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints
 from autograder.core.reports.safe_text import csv_cell
 from autograder.nbgrader.class_reports.hand_scores import hand_score
+from autograder.nbgrader.preprocessors.trusted_scores import AGENT_POINTS_KEY
 from autograder.nbgrader.roster import is_placeholder
 
 __all__ = ["CourseExport", "gradebook_points"]
+
+#: The largest autograded notebook read for the agent's points (the grader caps what it keeps).
+NOTEBOOK_BYTES = 256 * 1024**2
 
 COLUMNS = (
     "assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
@@ -58,15 +72,53 @@ class CourseExport(ExportPlugin):
             for assignment in gradebook.assignments:
                 if assignments and assignment.name not in assignments:
                     continue
-                points = gradebook_points(assignment)
+                points = dataclasses.replace(
+                    gradebook_points(assignment), agent=self._agent_max(assignment)
+                )
                 for student in gradebook.students:
                     if students and student.id not in students:
                         continue
                     row = self._row(gradebook, assignment, student, points)
                     writer.writerow([csv_cell(row[key]) for key in COLUMNS])
 
-    @staticmethod
-    def _row(gradebook: Any, assignment: Any, student: Any, points: CoursePoints) -> dict:
+    def _notebooks(self, kind: str, student: str, assignment: Any) -> list[Path]:
+        """The assignment's notebooks in the course folder's ``kind`` folder (none without one)."""
+        coursedir = getattr(self.parent, "coursedir", None)
+        if coursedir is None:
+            return []
+        folder = getattr(coursedir, f"{kind}_directory")
+        where = Path(coursedir.format_path(folder, student, assignment.name))
+        return [where / f"{notebook.name}.ipynb" for notebook in assignment.notebooks]
+
+    def _agent_max(self, assignment: Any) -> float:
+        """The points the source notebook's settings give the verified agent (0: none)."""
+        for path in self._notebooks("source", ".", assignment):
+            try:
+                settings = agent_settings(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as error:
+                self.log.warning("no agent points read from %s: %s", path, error)
+                continue
+            if settings.scored:
+                return settings.points
+        return 0.0
+
+    def _agent_earned(self, assignment: Any, student: str, most: float) -> float:
+        """The agent's points the grader recorded for ``student`` (0 where none)."""
+        earned = 0.0
+        for path in self._notebooks("autograded", student, assignment):
+            try:
+                if path.stat().st_size > NOTEBOOK_BYTES:
+                    continue
+                value = json.loads(path.read_text(encoding="utf-8"))["metadata"].get(
+                    AGENT_POINTS_KEY
+                )
+            except (OSError, ValueError, KeyError, AttributeError, TypeError):
+                continue
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                earned += max(0.0, float(value))
+        return min(earned, most)
+
+    def _row(self, gradebook: Any, assignment: Any, student: Any, points: CoursePoints) -> dict:
         placeholder = is_placeholder(student.id, student.first_name, student.last_name)
         row = {
             "assignment": assignment.name,
@@ -95,11 +147,13 @@ class CourseExport(ExportPlugin):
             if grade.name in points.manual
         ]
         pending = any(value is None for value in hand) or not hand
+        agent = self._agent_earned(assignment, student.id, points.agent) if points.agent else 0.0
+        raw = round(submission.score + agent, 6)
         row.update(
             timestamp=str(submission.timestamp or ""),
-            raw_score=f"{submission.score:g}",
+            raw_score=f"{raw:g}",
             late_submission_penalty=f"{penalty:g}",
-            score=f"{max(0.0, submission.score - penalty):g}",
+            score=f"{max(0.0, raw - penalty):g}",
             part_8=NOT_GRADED_YET if pending else f"{sum(hand):g}",
             complete="no: part 8 not graded yet" if pending else "yes",
         )

@@ -24,12 +24,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import nbformat
 from nbgrader.api import MissingEntry
 from nbgrader.plugins.export import ExportPlugin
 
 from autograder.core.judging.parts import BONUS_PARTS
-from autograder.core.reports.agent_settings import agent_settings
-from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints
+from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints, course_points
 from autograder.core.reports.safe_text import csv_cell
 from autograder.nbgrader.class_reports.hand_scores import hand_score
 from autograder.nbgrader.preprocessors.trusted_scores import AGENT_POINTS_KEY
@@ -91,15 +91,16 @@ class CourseExport(ExportPlugin):
         return [where / f"{notebook.name}.ipynb" for notebook in assignment.notebooks]
 
     def _agent_max(self, assignment: Any) -> float:
-        """The points the source notebook's settings give the verified agent (0: none)."""
+        """The points the source notebook's settings give the verified agent, as full marks
+        count them everywhere else (:func:`~autograder.core.reports.course_points.course_points`)."""
         for path in self._notebooks("source", ".", assignment):
             try:
-                settings = agent_settings(json.loads(path.read_text(encoding="utf-8")))
+                agent = course_points(nbformat.reads(path.read_text(encoding="utf-8"), 4)).agent
             except (OSError, ValueError) as error:
                 self.log.warning("no agent points read from %s: %s", path, error)
                 continue
-            if settings.scored:
-                return settings.points
+            if agent:
+                return agent
         return 0.0
 
     def _agent_earned(self, assignment: Any, student: str, most: float) -> float:

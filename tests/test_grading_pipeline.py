@@ -362,14 +362,15 @@ def test_new_gradebooks_carry_the_schema_revision_alembic_reports(tmp_path: Path
 
 
 def test_a_notebook_run_in_solutions_is_no_change_to_the_grader() -> None:
-    """A self-learner runs solutions/a2c.ipynb in its folder (plot and video appear there) while
-    a grader runs: the grader's digest of its own files stays the same. (A changed module is
+    """A self-learner runs solutions/a2c.ipynb in its folder (plot, video and saved agent appear
+    there) while a grader runs: the grader's digest of its own files stays the same. (A changed module is
     caught: the persistence tests of test_grading_sandbox.py.)"""
     from autograder.core.package_digest import package_files
 
     before = package_files()
     folder = Path(__file__).resolve().parent.parent / "solutions"
-    written = [folder / "a2c_training.png", folder / "a2c_agent.mp4", folder / "a2c_agent.gif"]
+    names = ("a2c_training.png", "a2c_agent.mp4", "a2c_agent.gif", "a2c_agent.json")
+    written = [folder / name for name in names]
     try:
         for path in written:
             path.write_bytes(b"output")

@@ -18,6 +18,7 @@ import pytest
 from nbclient import NotebookClient
 from nbgrader.validator import Validator
 
+from autograder.core.package_digest import NOTEBOOK_OUTPUTS
 from course_lib.saved_agent import AGENT_MIME, unpack_agent
 from solutions import build_notebooks as bn
 
@@ -191,6 +192,8 @@ def test_solution_notebook_runs_as_a_self_learner_runs_it(tmp_path):
     results = Validator(preprocessors=[]).validate(str(executed))
     assert results == {}, results
     written = nb.metadata["written_files"]
+    # A grader running beside this notebook must not take its outputs for a change to its files.
+    assert all(name.endswith(NOTEBOOK_OUTPUTS) for name in written), written
     assert "a2c_agent.mp4" in written or "a2c_agent.gif" in written, written
     # The trained agent travels twice: the file beside the notebook and the cell's output.
     assert "a2c_agent.json" in written

@@ -13,14 +13,16 @@ import importlib.util
 from pathlib import Path
 
 from autograder.core.file_tree import read_tree
+from course_lib.saved_agent import AGENT_FILE
 
 __all__ = ["OWN_PACKAGES", "package_files"]
 
 OWN_PACKAGES = ("autograder", "solutions", "course_lib")
 #: What running ``solutions/a2c.ipynb`` in its own folder writes there (the training plot, the
-#: agent's video): nothing imports or reads these, so a self-learner's run beside a grader is
-#: no change to the grader's files.
-NOTEBOOK_OUTPUTS = (".png", ".mp4", ".gif")
+#: agent's video, the saved agent): nothing the grader runs imports or reads these (a student's
+#: agent is read from the submission's folder), so a self-learner's run beside a grader is no
+#: change to the grader's files.
+NOTEBOOK_OUTPUTS = (".png", ".mp4", ".gif", AGENT_FILE)
 
 
 def package_files() -> dict[str, str]:

@@ -31,6 +31,7 @@ import nbformat
 import pytest
 
 from autograder.core.isolation.bubblewrap import bwrap_works
+from autograder.core.package_digest import NOTEBOOK_OUTPUTS
 from tests.submissions.course import MISBEHAVING, course_submission
 from tests.submissions.hostile import (
     ATTACKS,
@@ -78,10 +79,14 @@ def _points(row: dict[str, str]) -> dict[str, float]:
 
 
 def _snapshot() -> dict[str, str]:
-    """Digests of the checkout's code and the Python environment's file list."""
+    """Digests of the checkout's code and the Python environment's file list (less what running
+    a course notebook in its own folder writes there, as a test beside this one may: the
+    grader's own digest leaves those out too)."""
     found = {}
     for folder in ("autograder", "solutions", "course_lib", "notebooks"):
         for path in sorted((ROOT / folder).rglob("*")):
+            if path.name.endswith(NOTEBOOK_OUTPUTS):
+                continue
             if path.is_file() and "__pycache__" not in path.parts:
                 found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     for directory in {*site.getsitepackages(), sys.prefix}:

@@ -33,7 +33,7 @@ import pytest
 from autograder import cli
 from autograder.core.isolation import SandboxUnavailable, bubblewrap, container, landlock
 from autograder.core.reports.grade_result import GradeResult, PartScore
-from autograder.platforms.bundle_contents import RELEASE_NAME, grading_requirements
+from autograder.platforms.bundle_contents import RELEASE_NAME, grading_requirements, kit_files
 from autograder.platforms.gradescope.bundle import build_zip
 from autograder.platforms.gradescope.run_autograder import gradescope_results
 from autograder.platforms.one_notebook import find_notebook
@@ -94,6 +94,23 @@ def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path):
         build_zip(tmp_path / "autograder.tar")
     assert cli.main(["gradescope", "--out", str(tmp_path / "cli.zip")]) == 0
     assert zipfile.ZipFile(tmp_path / "cli.zip").namelist() == names
+
+
+def test_a_solution_notebook_run_in_place_is_left_out_of_the_bundles(tmp_path):
+    """An instructor who ran solutions/a2c.ipynb in its folder has its trained agent, plot and
+    video there: no bundle carries them (nor a training-only requirement)."""
+    for name in ("solutions/reference.py", "solutions/a2c_agent.json", "solutions/a2c_agent.mp4",
+                 "solutions/a2c_training.png", "autograder/cli.py", "course_lib/__init__.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    for name in ("pyproject.toml", "README.md"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "requirements.txt").write_text("torch==2.13.0\ntensorboard==2.21.0\n")
+    assert sorted(kit_files(tmp_path)) == [
+        "README.md", "autograder/cli.py", "course_lib/__init__.py", "pyproject.toml",
+        "solutions/reference.py",
+    ]  # fmt: skip
+    assert grading_requirements(tmp_path) == "torch==2.13.0\n"
 
 
 def test_the_prairielearn_bundle_holds_question_grader_and_image(tmp_path):

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import autograder
+from autograder.core.package_digest import NOTEBOOK_OUTPUTS
 
 __all__ = ["KIT_ROOT", "RELEASE_NAME", "grading_requirements", "kit_files", "release_bytes"]
 
@@ -19,9 +20,10 @@ KIT_ROOT = Path(autograder.__file__).resolve().parents[1]  #: the checkout the b
 #: What a grading image needs of the kit: the packages, and what installs them.
 KIT_PACKAGES = ("autograder", "solutions", "course_lib")
 KIT_FILES = ("pyproject.toml", "README.md")
-#: Requirements only the course's own tests, benchmarks and cluster use.
-#: test- and development-only pins of requirements.txt, left out of a grading image
+#: Pins of requirements.txt a grading image leaves out: what only the course's own tests,
+#: benchmarks, cluster and training command (its TensorBoard files) use.
 NOT_FOR_GRADING = (
+    "tensorboard",
     "distributed",
     "pytest",
     "pytest-timeout",
@@ -35,10 +37,14 @@ RELEASE_NAME = "release/a2c.ipynb"
 
 
 def kit_files(root: Path = KIT_ROOT) -> dict[str, Path]:
-    """``{name in the bundle: file}``: the kit's packages (no bytecode) and install files."""
+    """``{name in the bundle: file}``: the kit's packages (no bytecode, nothing a run of the
+    solution notebook in its folder wrote there: an instructor's trained agent, plot, video) and
+    install files."""
     found: dict[str, Path] = {}
     for package in KIT_PACKAGES:
         for path in sorted((root / package).rglob("*")):
+            if path.name.endswith(NOTEBOOK_OUTPUTS):
+                continue
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
                 found[path.relative_to(root).as_posix()] = path
     for name in KIT_FILES:

@@ -20,11 +20,12 @@ Map: which module to read for what (the design behind it: docs/design.md)::
       saved_agent.py      save_agent: the trained agent, handed in with the notebook
       checks/             the visible self-checks of each graded part
     engineering behind nature_dqn_env (read the contract in nature_dqn.py, not the code)
-      native_batch.py     the "native" backend: ale-py's C++ vector env, course semantics
-      sequential_batch.py the "sequential" backend (EnvBatch): every env in this process
-      subprocess_batch.py the "subprocess" backend (ParallelEnvBatch): a worker process per env
-      _batch_common.py    what both Python batches share: autoreset, argument checks, infos
-      _worker.py          the loop inside each ParallelEnvBatch worker process
+      batches/            the env batches behind nature_dqn_env, one backend a module:
+        base.py           what the Python batches share: autoreset, argument checks, infos
+        sequential.py     the "sequential" backend (EnvBatch): every env in this process
+        parallel.py       the "subprocess" backend (ParallelEnvBatch): a worker process per env
+        worker.py         the loop inside each ParallelEnvBatch worker process
+        native.py         the "native" backend: ale-py's C++ vector env, course semantics
       atari_ids.py        which env ids are valid, and what to use instead
       validation.py       check_int, check_number: one message format for bad arguments
       openmp.py           passive_openmp: idle torch CPU threads sleep (called before torch loads)
@@ -35,12 +36,11 @@ from .openmp import passive_openmp as _passive_openmp
 # Before anything imports torch: idle OpenMP threads sleep instead of spinning (course_lib.openmp).
 _passive_openmp()
 
+from .batches import EnvBatch, EnvWorkerError, ParallelEnvBatch  # noqa: E402
 from .episode_stats import EpisodeStats, rolling_mean  # noqa: E402
 from .nature_dqn import BACKENDS, DEFAULT_BACKEND, nature_dqn_env  # noqa: E402
 from .plots import TrainingDashboard, plot_metrics_file  # noqa: E402
 from .runners import EnvRunner  # noqa: E402
-from .sequential_batch import EnvBatch  # noqa: E402
-from .subprocess_batch import EnvWorkerError, ParallelEnvBatch  # noqa: E402
 from .video import record_video, show_batch, show_video, tile_observations  # noqa: E402
 
 __all__ = [

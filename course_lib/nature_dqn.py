@@ -4,10 +4,10 @@ It picks the Nature-DQN preprocessing (see :mod:`course_lib.atari_wrappers`) and
 for several environments, a batch backend:
 
 * ``"native"``: ale-py's C++ :class:`~ale_py.vector_env.AtariVectorEnv` behind an adapter
-  (:mod:`course_lib.native_batch`) that restores the course semantics (raw scores, clipped
+  (:mod:`course_lib.batches.native`) that restores the course semantics (raw scores, clipped
   rewards, life loss ends an episode, same-step autoreset);
-* ``"subprocess"``: :class:`~course_lib.subprocess_batch.ParallelEnvBatch`, one worker process per env;
-* ``"sequential"``: :class:`~course_lib.sequential_batch.EnvBatch`, all envs in this process.
+* ``"subprocess"``: :class:`~course_lib.batches.parallel.ParallelEnvBatch`, one worker process per env;
+* ``"sequential"``: :class:`~course_lib.batches.sequential.EnvBatch`, all envs in this process.
 
 All three return the same observations, rewards, flags and statistics; they differ in speed
 and in how easy they are to debug (``"sequential"`` runs every env in this process, where a
@@ -78,13 +78,13 @@ def nature_dqn_env(
         return env
     check_int("nenvs", nenvs, 1, allow_none=True, fix="None for one env, e.g. 8 for a batch")
     if backend == "native":
-        from .native_batch import NativeAtariBatch
+        from .batches.native import NativeAtariBatch
 
         return NativeAtariBatch(
             game.env_id, nenvs, seed=seed, clip_reward=clip_reward, game_stats=game_stats
         )
-    from .sequential_batch import EnvBatch
-    from .subprocess_batch import ParallelEnvBatch
+    from .batches.parallel import ParallelEnvBatch
+    from .batches.sequential import EnvBatch
 
     batch_cls = ParallelEnvBatch if backend == "subprocess" else EnvBatch
     return batch_cls([make_one] * nenvs, seed=seed)

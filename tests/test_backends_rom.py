@@ -17,8 +17,8 @@ import pytest
 
 from course_lib import BACKENDS, DEFAULT_BACKEND, nature_dqn_env
 from course_lib.atari_env import make_atari_env
-from course_lib.native_batch import NativeAtariBatch
-from course_lib.sequential_batch import EnvBatch
+from course_lib.batches.native import NativeAtariBatch
+from course_lib.batches.sequential import EnvBatch
 
 pytestmark = pytest.mark.rom
 

@@ -320,7 +320,7 @@ def test_log_softmax_helper_agrees_with_the_hand_numbers():
 def _hints_of_the_shared_helpers() -> list[str]:
     """Every hint the shared property helpers, the runner and the env batch give, each on the
     input that triggers it."""
-    from course_lib._batch_common import check_discrete_actions
+    from course_lib.batches.base import check_discrete_actions
     from course_lib.checks.properties import (
         actions_problem,
         capture,

@@ -1,4 +1,4 @@
-"""Tests of the Python env batches (`course_lib.sequential_batch`, `course_lib.subprocess_batch`), on the tiny fake envs of `tests.fake_envs`.
+"""Tests of the Python env batches (`course_lib.batches.sequential`, `course_lib.batches.parallel`), on the tiny fake envs of `tests.fake_envs`.
 
 Most tests run for both classes; the process tests (dead workers, zombies, spawn) run for
 `ParallelEnvBatch` only. Every test that starts processes has a timeout, so a hang fails.
@@ -21,13 +21,13 @@ import types
 import numpy as np
 import pytest
 
-from course_lib.sequential_batch import EnvBatch
-from course_lib.subprocess_batch import (
+from course_lib.batches.parallel import (
     EnvWorkerError,
     ParallelEnvBatch,
     default_start_method,
     forkserver_preload,
 )
+from course_lib.batches.sequential import EnvBatch
 from tests.fake_envs import (
     REWARD_SCALE,
     CounterEnv,
@@ -425,7 +425,7 @@ def test_workers_exit_when_parent_is_killed(tmp_path):
             """
             import functools, os, signal, sys
             sys.path.insert(0, sys.argv[1])
-            from course_lib.subprocess_batch import ParallelEnvBatch
+            from course_lib.batches.parallel import ParallelEnvBatch
             from tests.fake_envs import CounterEnv
 
             if __name__ == "__main__":
@@ -471,7 +471,7 @@ def test_forkserver_preload_adds_torch_only_for_scripts(
     monkeypatch.setitem(sys.modules, "__main__", main)
     monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
     modules = forkserver_preload()
-    assert modules[0] == "course_lib._worker"
+    assert modules[0] == "course_lib.batches.worker"
     assert ("torch" in modules) == torch_preloaded
     monkeypatch.delitem(sys.modules, "torch")
     assert "torch" not in forkserver_preload()

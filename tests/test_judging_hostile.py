@@ -260,9 +260,9 @@ def _callables(package):
 
 #: Offering these would start env workers or videos for nothing: they take other arguments.
 SLOW = (
-    "course_lib.sequential_batch.",
-    "course_lib.subprocess_batch.",
-    "course_lib.native_batch.",
+    "course_lib.batches.sequential.",
+    "course_lib.batches.parallel.",
+    "course_lib.batches.native.",
     "course_lib.nature_dqn.",
 )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from course_lib.native_batch import NativeAtariBatch
+from course_lib.batches.native import NativeAtariBatch
 
 pytestmark = [pytest.mark.rom, pytest.mark.slow]
 

@@ -312,7 +312,7 @@ def test_runner_with_env_batch_counts_games_from_infos():
     """With the course's EnvBatch, is every finished game recorded once, from the masked infos?"""
     import functools
 
-    from course_lib.sequential_batch import EnvBatch
+    from course_lib.batches.sequential import EnvBatch
     from tests.fake_envs import CounterEnv
 
     class Zeros:

@@ -4,7 +4,7 @@
 not course material: shared memory for the observations, a forkserver that preloads the
 imports, and replies drained after a failure make it fast and safe, not short. Students need
 its contract (that of every batch of :func:`course_lib.nature_dqn_env`, and of
-:class:`~course_lib.sequential_batch.EnvBatch`), not its code::
+:class:`~course_lib.batches.sequential.EnvBatch`), not its code::
 
     make_one = functools.partial(make_atari_env, "PongNoFrameskip-v4")
     with ParallelEnvBatch([make_one] * 8, seed=0) as batch:       # N = 8
@@ -28,7 +28,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from ._batch_common import (
+from ..validation import check_number
+from .base import (
     AUTORESET_CONTRACT,
     BatchBase,
     EnvFn,
@@ -36,7 +37,7 @@ from ._batch_common import (
     check_env_fns,
     check_seed,
 )
-from ._worker import (
+from .worker import (
     EnvWorkerError,
     ObsSlot,
     default_start_method,
@@ -44,7 +45,6 @@ from ._worker import (
     pickle_env_fn,
     worker_main,
 )
-from .validation import check_number
 
 __all__ = [
     "EnvWorkerError",

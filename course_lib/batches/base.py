@@ -1,7 +1,7 @@
 """What every env batch shares: argument checks, same-step autoreset, and merging per-env infos.
 
-:class:`~course_lib.sequential_batch.EnvBatch` (one process) and
-:class:`~course_lib.subprocess_batch.ParallelEnvBatch` (one process per env) differ only in *where*
+:class:`~course_lib.batches.sequential.EnvBatch` (one process) and
+:class:`~course_lib.batches.parallel.ParallelEnvBatch` (one process per env) differ only in *where*
 each env runs. Everything else lives here, so the two cannot drift apart:
 
 * :func:`step_with_autoreset` steps ONE env and, if its episode ended, resets it at once
@@ -22,7 +22,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
-from .validation import check_int
+from ..validation import check_int
 
 __all__ = [
     "AUTORESET_CONTRACT",

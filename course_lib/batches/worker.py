@@ -1,4 +1,4 @@
-"""The loop that runs inside each worker process of :class:`~course_lib.subprocess_batch.ParallelEnvBatch`.
+"""The loop that runs inside each worker process of :class:`~course_lib.batches.parallel.ParallelEnvBatch`.
 
 Protocol (one pipe per worker, strictly one reply per command, in order):
 
@@ -45,7 +45,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from ._batch_common import step_with_autoreset
+from .base import step_with_autoreset
 
 __all__ = [
     "EnvWorkerError",
@@ -231,7 +231,7 @@ def forkserver_preload() -> list[str]:
 
 
 def default_start_method() -> str:
-    """The start method of :class:`~course_lib.subprocess_batch.ParallelEnvBatch` when ``context=None``.
+    """The start method of :class:`~course_lib.batches.parallel.ParallelEnvBatch` when ``context=None``.
 
     ``"forkserver"`` on Linux and macOS, ``"spawn"`` on Windows (the only one it has).
 

@@ -2,8 +2,8 @@
 
 :class:`EnvBatch` is slow, but a breakpoint or ``print`` inside an env just works: use it to
 debug. It has the contract of every batch of :func:`course_lib.nature_dqn_env` (gymnasium 1.x
-vector API); the ``"subprocess"`` backend is :mod:`course_lib.subprocess_batch`, the
-``"native"`` one :mod:`course_lib.native_batch`::
+vector API); the ``"subprocess"`` backend is :mod:`course_lib.batches.parallel`, the
+``"native"`` one :mod:`course_lib.batches.native`::
 
     make_one = functools.partial(make_atari_env, "PongNoFrameskip-v4")
     with EnvBatch([make_one] * 8, seed=0) as batch:               # N = 8
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._batch_common import (
+from .base import (
     AUTORESET_CONTRACT,
     BatchBase,
     EnvFn,

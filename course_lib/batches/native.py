@@ -55,8 +55,8 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from ._batch_common import ClosingVectorEnv, check_discrete_actions, check_seed
-from .validation import check_int
+from ..validation import check_int
+from .base import ClosingVectorEnv, check_discrete_actions, check_seed
 
 __all__ = ["NativeAtariBatch"]
 
@@ -73,7 +73,7 @@ def _rom_name(env_id: str) -> str:
 
     if env_id in roms.get_all_rom_ids():
         return env_id
-    from .atari_ids import resolve_env_id
+    from ..atari_ids import resolve_env_id
 
     return resolve_env_id(env_id).game
 
@@ -81,7 +81,7 @@ def _rom_name(env_id: str) -> str:
 class NativeAtariBatch(ClosingVectorEnv):
     """``nenvs`` Atari games stepped on C++ threads, with the course's Nature-DQN semantics.
 
-    Vector API (gymnasium 1.x), same as :class:`~course_lib.sequential_batch.EnvBatch`:
+    Vector API (gymnasium 1.x), same as :class:`~course_lib.batches.sequential.EnvBatch`:
 
     * ``reset(seed=None) -> (obs, infos)``; ``obs`` is ``uint8 (N, 4, 84, 84)``, the 4 last
       frames, oldest first. ``seed=k`` seeds env ``i`` with ``k + i``; ``seed=None`` uses the

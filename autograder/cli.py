@@ -15,7 +15,7 @@ Commands::
     python -m autograder similarity OUT [--release NB] [--pages N]
     python -m autograder cluster-certificates DIR
     python -m autograder gradescope [--out autograder.zip]
-    python -m autograder prairielearn --out DIR [--image NAME]
+    python -m autograder prairielearn --out DIR --image NAME [--uuid UUID]
 
 ``grade`` names the student as ``grade-all`` names the one file it is given (a file named only
 ``a2c.ipynb`` after its folder, or ``submission``; ``--student`` overrides), and prints a table
@@ -280,13 +280,22 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         required=True,
         metavar="DIR",
-        help="a new folder: the external grader (for the course's serverFilesCourse/a2c_grader), the "
-        "question and the grading image's recipe",
+        help="a new folder, or an earlier build's (rebuilt in place, its question uuid kept): the "
+        "external grader (for the course's serverFilesCourse/a2c_grader), the question and the "
+        "grading image's recipe",
     )
     prairielearn.add_argument(
         "--image",
-        default="YOUR_DOCKERHUB_USER/a2c-grader:latest",
-        help="the grading image's name on Docker Hub, for info.json (default: %(default)s)",
+        default="",
+        metavar="NAME",
+        help="the grading image you build and push to Docker Hub, for info.json "
+        "(<your Docker Hub user>/a2c-grader:latest)",
+    )
+    prairielearn.add_argument(
+        "--uuid",
+        default=None,
+        help="the question's uuid (PrairieLearn knows the question by it): the one in your "
+        "course's questions/a2c/info.json; default: the earlier build's in --out, else a new one",
     )
     return parser
 
@@ -300,11 +309,16 @@ def _platform(args: argparse.Namespace) -> int:
         return 0
     from autograder.platforms.prairielearn.bundle import write_bundle
 
-    names = write_bundle(args.out, args.image)
+    bundle = write_bundle(args.out, args.image, question_uuid=args.uuid)
+    kept = (
+        "kept: PrairieLearn updates the same question"
+        if bundle.kept
+        else "new: rebuild into this folder (or pass --uuid) to keep it"
+    )
     print(
-        f"{args.out}: {len(names)} files; copy it to the course's serverFilesCourse/a2c_grader, "
-        f"{args.out / 'question'} to questions/a2c, and build {args.out / 'image'} as "
-        f"{args.image}"
+        f"{args.out}: {len(bundle.names)} files; copy it to the course's "
+        f"serverFilesCourse/a2c_grader, {args.out / 'question'} to questions/a2c, and build "
+        f"{args.out / 'image'} as {args.image}\nquestion uuid {bundle.uuid} ({kept})"
     )
     return 0
 

@@ -23,12 +23,14 @@ per part with the totals of ``grades.csv`` (full marks 15, part 8 *not graded ye
 ``--json`` exactly one JSON object on stdout (``max_total``: full marks)::
 
     {"total": float, "max_total": float, "status": str, "notes": str, "sandboxed": bool,
-     "isolation": "bubblewrap" | "container" | "none",
+     "isolation": "bubblewrap" | "container" | "none" | "not run",
      "parts": {"<part key>": {"score": float, "max": float, "feedback": str}}}
 
 ``status`` is ``graded`` or why not (``error: ...``, ``timeout: ...``, ``tampered: ...``,
 ``unreadable: ...``); ``sandboxed`` is false with ``--no-sandbox`` (read the note);
-``isolation`` says how the notebook was isolated (docs/grading.md, "Isolation modes").
+``isolation`` says how the notebook was isolated (docs/grading.md, "Isolation modes"), or
+``not run`` for a file of which nothing ran (not a notebook; ``sandboxed`` is false then too,
+and the table says ``not run`` instead of a sandbox warning).
 
 ``grade-all`` writes ``grades.csv`` (merged by student with what ``--out`` holds already),
 ``feedback/<student>.html``, ``summary.txt``, ``scores.png`` and ``received/`` (every file as

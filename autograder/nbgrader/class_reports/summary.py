@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints
+from autograder.core.reports.grade_result import NOT_RUN
 from autograder.nbgrader.class_reports.change_lines import row_key
 from autograder.nbgrader.class_reports.grades_csv import number_in
 
@@ -42,10 +43,21 @@ def summary_text(rows: Sequence[dict[str, str]], points: CoursePoints) -> str:
             f"{statistics.median(scores):>8.2f}{max(scores):>7.2f}{full:>11.0%}"
         )
     lines.append(points.explain())
-    late = [row for row in rows if (number_in(row.get("minutes_late", "")) or 0) > 0]
+    late = [
+        row
+        for row in rows
+        if (number_in(row.get("minutes_late", "")) or 0) > 0 and row.get("sandboxed") != NOT_RUN
+    ]
     if late:
         named = ", ".join(f"{row_key(row)} ({_lateness(row)})" for row in late)
         lines.append(f"late: {len(late)} submission(s) after the deadline: {named}")
+    waiting = [row for row in rows if row.get("status") != "graded"]
+    if waiting:
+        named = ", ".join(
+            f"{row_key(row)} ({str(row.get('status', '')).split(':')[0] or 'no status'})"
+            for row in waiting
+        )
+        lines.append(f"not graded: {len(waiting)} row(s), grades.csv says why: {named}")
     if any(number_in(row.get("late_penalty", "")) for row in graded):
         lines.append("totals are after the late penalty (grades.csv: raw_total, late_penalty)")
     if any(row.get(name) == NOT_GRADED_YET for row in graded for name in points.manual):

@@ -41,7 +41,7 @@ from typing import Any
 
 from autograder.core.intake.collect import Problem, Submission
 from autograder.core.reports.course_points import CoursePoints
-from autograder.core.reports.grade_result import GradeResult
+from autograder.core.reports.grade_result import NOT_RUN, GradeResult
 from autograder.nbgrader.class_reports.agent_board import leaderboard_lines
 from autograder.nbgrader.class_reports.change_lines import change_lines, row_key
 from autograder.nbgrader.class_reports.grades_csv import (
@@ -138,7 +138,10 @@ def write_outputs(
         stamp = times.get(result.source)
         if stamp is not None:
             row["submitted_at"], row["submitted_from"] = stamp.iso(), stamp.source
-            row["minutes_late"] = str(minutes_late(stamp.when, deadline)) if deadline else ""
+            # A file that never ran (not a notebook) is no submission to be late with: its
+            # time says when it came, and the student's readable file will be timed.
+            late = deadline is not None and result.ran
+            row["minutes_late"] = str(minutes_late(stamp.when, deadline)) if late else ""
         if roster is not None and result.student and result.student not in roster:
             extra = [*extra, NOT_ON_ROSTER]
         row["notes"] = "; ".join(filter(None, [row["notes"], *extra]))
@@ -150,7 +153,7 @@ def write_outputs(
             {
                 "student": "",
                 "status": f"not graded: {problem.reason}",
-                "sandboxed": "not run",
+                "sandboxed": NOT_RUN,
                 "file": problem.origin or str(problem.path),
                 "graded_at": when,
             }

@@ -555,9 +555,31 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; an option the command does not have stops with that command's
+    usage (argparse would print the top-level one), and the nearest option it has."""
+    import difflib
+
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        commands = next(
+            action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+        )
+        command = commands.choices[args.command]
+        options = [name for action in command._actions for name in action.option_strings]
+        guesses = [
+            f"{word} (did you mean {close[0]}?)" if close else word
+            for word in unknown
+            for close in [difflib.get_close_matches(word.split("=")[0], options, n=1)]
+        ]
+        command.error(f"unrecognized arguments: {' '.join(guesses)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     for name in (
         "path",
         "out",

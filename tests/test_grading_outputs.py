@@ -208,6 +208,26 @@ def test_a_file_that_never_ran_is_called_so_and_is_never_late(tmp_path: Path, ca
     }
 
 
+@pytest.mark.parametrize(
+    ("argv", "usage", "guess"),
+    [
+        (["grade-all", "inbox", "--outt", "out"], "python -m autograder grade-all", "--out"),
+        (["export", "--course", "c", "--missing-as-zeros"], "python -m autograder export",
+         "--missing-as-zero"),
+        (["similarity", "out", "--page", "3", "--relase", "x"], "python -m autograder similarity",
+         "--release"),
+    ],
+)  # fmt: skip
+def test_a_misspelled_option_gets_its_commands_usage(argv, usage, guess, capsys) -> None:
+    """An option the command lacks prints that command's usage and the nearest option it has,
+    as an instructor needs to fix the line (never the top-level usage)."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: {usage} ") and f"(did you mean {guess}?)" in err
+
+
 def test_histogram_counts_students_in_whole_numbers() -> None:
     """Are the y axes whole numbers of students, and both axes labelled?"""
     rows = [{"student": s, "status": "graded", "add": "2", "mul": "1", "gae": "0"} for s in "abc"]

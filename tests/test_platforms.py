@@ -94,6 +94,9 @@ def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path):
         build_zip(tmp_path / "autograder.tar")
     assert cli.main(["gradescope", "--out", str(tmp_path / "cli.zip")]) == 0
     assert zipfile.ZipFile(tmp_path / "cli.zip").namelist() == names
+    # what the instructor guide says the command prints
+    guide = (Path(cli.__file__).parent / "README.md").read_text(encoding="utf-8")
+    assert f"# autograder.zip: {len(names)} files; upload it" in guide
 
 
 def test_a_solution_notebook_run_in_place_is_left_out_of_the_bundles(tmp_path):

@@ -177,8 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="CSV",
-        help="the class roster (columns id, first_name, last_name, email): names go into the "
-        "course's gradebook; a submission of a student not on it is graded and flagged",
+        help="the class roster (columns id, first_name, last_name, email; canvas_id, section, "
+        "sis_user_id, sis_login_id): names go into the course's gradebook, a Canvas or Moodle "
+        "download is matched to it (Canvas by canvas_id, Moodle by full name); a submission of "
+        "a student not on it is graded and flagged",
     )
     many.add_argument(
         "--scheduler",
@@ -450,13 +452,18 @@ def _grade_all(args: argparse.Namespace) -> int:
                 "--late-penalty needs --course: the penalty is the course's rule, and the "
                 "gradebook, formgrader, both exports and the feedback take it from there."
             )
+    roster = None
     if args.roster is not None:
-        read_roster(args.roster)  # a bad roster stops here, before any grading
+        roster = read_roster(args.roster)  # a bad roster stops here, before any grading
     if args.course is not None:
         check_course_dir(args.course, allow_git=args.allow_git)
+        kept = args.course / "roster.csv"  # the course's, from an earlier --roster
+        if roster is None and kept.is_file():
+            roster = read_roster(kept)
     read_rows(args.out / "grades.csv")  # refuse a foreign grades.csv before grading
     with tempfile.TemporaryDirectory(prefix="a2c-collect-") as scratch:
-        submissions, problems = collect(args.inputs, Path(scratch))
+        # An LMS's download is matched to the roster by the LMS's own ids and names.
+        submissions, problems = collect(args.inputs, Path(scratch), roster)
         for problem in problems:
             where = problem.origin or problem.path
             print(printable(f"warning: {where}: {problem.reason}"), file=sys.stderr)

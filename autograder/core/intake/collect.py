@@ -11,6 +11,11 @@ Accepted layouts (mixed freely)::
     submitted/erin/a2c/a2c.ipynb             student "erin"  (an nbgrader exchange tree)
     submitted/erin/a2c/submitted/bob/a2c.ipynb  student "erin" (inside Erin's own upload)
     batch.zip                                any of the above inside the archive
+    leealice_10231_5551234_a2c.ipynb         a Canvas download's file: the roster student
+                                             whose canvas_id is 10231, else "leealice_10231"
+    Alice Lee_4321_assignsubmission_file/a2c.ipynb
+                                             a Moodle download's folder: the roster student
+                                             named Alice Lee, else "Alice_Lee_4321"
 
 **Only the layout names a student.** A notebook directly in a folder you give (or at the top
 of an archive) is named by its file name; a notebook in a sub-folder is named by the first
@@ -22,6 +27,11 @@ what you give (or the one the folder you give is in) is the layout, and the fold
 names the student. An archive whose top holds one folder and nothing else (``zip -r batch.zip
 submissions/``) is read from inside that folder (so an archive of one student's folder,
 ``alice/a2c.ipynb``, names ``alice``).
+
+The file or folder name that names a student is read once more for an LMS's own names
+(:mod:`autograder.core.intake.lms_names`): a Canvas or Moodle download is matched to the
+roster by the LMS's user number or the student's full name, and each such submission says how
+(:attr:`Submission.matched`).
 
 Student ids keep letters, digits, ``.``, ``_`` and ``-`` (other characters become ``_``); a
 folder whose name keeps nothing (``---``) names ``unnamed-<digest of the name>``, never the
@@ -42,10 +52,19 @@ import os
 import re
 import stat
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
+from autograder.core.intake.lms_names import (
+    CANVAS,
+    AmbiguousName,
+    LmsName,
+    lms_name,
+    roster_student,
+)
 from autograder.core.intake.submission_file import MAX_NOTEBOOK_BYTES
 from solutions.parts import ASSIGNMENT
 
@@ -76,6 +95,11 @@ class Submission:
     origin: str = ""
     #: the folder nbgrader's exchange made for it (:func:`exchange_folder`), in an nbgrader tree
     exchange: Path | None = None
+    #: how the student was found from an LMS's name (``Canvas user id 10231, the roster's
+    #: canvas_id``); empty where the folder or file name is the student id
+    matched: str = ""
+    #: Canvas's LATE mark (``None`` where the LMS's download says nothing of lateness)
+    lms_late: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -124,7 +148,7 @@ def student_id(
     is used when the file name is generic (``a2c.ipynb``). Returns ``""`` when no name can be
     found (the caller reports it).
     """
-    return _layout(path, root, fallback, base)[0]
+    return _lms_student(_layout(path, root, fallback, base), None)[0]
 
 
 def exchange_folder(path: Path, root: Path | None = None, base: Path | None = None) -> Path | None:
@@ -132,18 +156,34 @@ def exchange_folder(path: Path, root: Path | None = None, base: Path | None = No
     (``submitted/<student>/<assignment>``, which holds the exchange's ``timestamp.txt``), when
     the layout (as :func:`student_id` reads it) is an nbgrader tree; ``None`` otherwise. A
     folder of the student's own upload is never it, whatever it is called."""
-    return _layout(path, root, "", base)[1]
+    return _layout(path, root, "", base).exchange
 
 
-def _layout(
-    path: Path, root: Path | None, fallback: str, base: Path | None
-) -> tuple[str, Path | None]:
+@dataclass(frozen=True)
+class _Named:
+    """Who the layout names for one notebook: the student, nbgrader's exchange folder, and the
+    file or folder name that named the student outside an nbgrader tree (read again for an
+    LMS's names: :mod:`autograder.core.intake.lms_names`)."""
+
+    student: str
+    exchange: Path | None = None
+    entry: str = ""
+
+
+def _by_file(path: Path, fallback: str) -> _Named:
+    """Named by the file name, else by ``fallback`` (an archive's one folder)."""
+    if _clean(path.stem):
+        return _Named(_clean(path.stem), entry=path.name)
+    return _Named(_clean(fallback), entry=fallback)
+
+
+def _layout(path: Path, root: Path | None, fallback: str, base: Path | None) -> _Named:
     """:func:`student_id` and :func:`exchange_folder` of ``path``."""
     if root is None or not path.is_relative_to(root):
         parts = path.parts  # a file given by itself: only nbgrader's exact position counts
         if len(parts) >= 4 and parts[-4] == "submitted":
-            return _folder_student(parts[-3]), path.parent
-        return _clean(path.stem) or _clean(fallback), None
+            return _Named(_folder_student(parts[-3]), path.parent)
+        return _by_file(path, fallback)
     above = root.relative_to(base).parts if base is not None else root.parts[-3:]
     below = path.parent.relative_to(root).parts
     chain, index = above + below, -1
@@ -154,12 +194,30 @@ def _layout(
     if 0 <= index and index + 1 < len(chain):
         # submitted/<student>/<assignment>: the folder path.parent is in, that many levels up
         exchange = path.parents[len(chain) - index - 3] if index + 3 <= len(chain) else None
-        return _folder_student(chain[index + 1]), exchange
+        return _Named(_folder_student(chain[index + 1]), exchange)
     if index >= len(above):  # the root holds submitted/ and the notebook is right in it
-        return "", None
+        return _Named("")
     if below:  # the first folder below the root: the per-student folder
-        return _folder_student(below[0]), None
-    return _clean(path.stem) or _clean(fallback), None
+        return _Named(_folder_student(below[0]), entry=below[0])
+    return _by_file(path, fallback)
+
+
+def _lms_student(named: _Named, roster: Mapping[str, Any] | None) -> tuple[str, str, LmsName | None]:
+    """``(student, how it was matched, the LMS's name)`` of what the layout named: an LMS's
+    name is matched to the roster, else named by the LMS's number; any other name stays.
+
+    Raises:
+        AmbiguousName: the LMS's name fits two students of the roster.
+    """
+    found = lms_name(named.entry) if named.entry else None
+    if found is None:
+        return named.student, "", None
+    matched = roster_student(found, roster)
+    if matched:
+        column = "canvas_id" if found.lms == CANVAS else "first_name, last_name"
+        return matched, f"{found.says()}, the roster's {column}", found
+    lacking = " (on no roster)" if not roster else " (not on the roster)"
+    return found.fallback, f"{found.says()}{lacking}", found
 
 
 def _is_link_member(member: zipfile.ZipInfo) -> bool:
@@ -279,12 +337,17 @@ def _notebooks(folder: Path) -> tuple[list[Path], list[Problem]]:
     return sorted(found), links
 
 
-def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[Problem]]:
+def collect(
+    inputs: list[Path], scratch: Path, roster: Mapping[str, Any] | None = None
+) -> tuple[list[Submission], list[Problem]]:
     """The submissions found in ``inputs`` (files, folders, zips), one per student.
 
     Args:
         inputs: notebooks, folders or ``.zip`` archives.
         scratch: an existing folder where archives are unpacked.
+        roster: ``{student id: entry}`` (entries with ``canvas_id``, ``first_name`` and
+            ``last_name``): a Canvas or Moodle download's names are matched to it
+            (:mod:`autograder.core.intake.lms_names`).
     """
     found: list[tuple[Path, Path | None, str]] = []  # (notebook, root found under, fallback)
     archives: dict[Path, tuple[Path, Path]] = {}  # root -> (unpacked folder, archive)
@@ -320,13 +383,20 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
                 Problem(given, "not found, or not a .ipynb notebook, a folder or a .zip archive")
             )
     by_student: dict[str, Submission] = {}
+    ranks: dict[str, tuple[float, int]] = {}
     for path, root, fallback in found:
         base = archives[root][0] if root in archives else None
-        student, exchange = _layout(path, root, fallback, base)
+        named = _layout(path, root, fallback, base)
+        exchange = named.exchange
         origin = str(path)
         if root in archives:
             unpacked, archive = archives[root]
             origin = f"{archive}:{path.relative_to(unpacked).as_posix()}"
+        try:
+            student, matched, lms = _lms_student(named, roster)
+        except AmbiguousName as error:
+            problems.append(Problem(path, f"not graded: {error}", origin=origin))
+            continue
         if not student:
             problems.append(
                 Problem(
@@ -339,12 +409,19 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
             continue
         if root in archives:  # an archive's exchange folders hold no timestamp.txt here
             exchange = None
-        submission = Submission(student, path, path.stat().st_mtime, origin, exchange)
+        late = lms.late if lms is not None else None
+        submission = Submission(
+            student, path, path.stat().st_mtime, origin, exchange, matched, late
+        )
+        # Canvas writes every member with the zip's time: its file number tells the later upload
+        rank = (submission.mtime, lms.file if lms is not None else 0)
         kept = by_student.get(student)
+        ranks[str(path)] = rank
         if kept is None:
             by_student[student] = submission
             continue
-        newer, older = (submission, kept) if submission.mtime > kept.mtime else (kept, submission)
+        later = rank > ranks[str(kept.path)]
+        newer, older = (submission, kept) if later else (kept, submission)
         by_student[student] = newer
         problems.append(
             Problem(

@@ -53,20 +53,30 @@ from autograder.nbgrader.class_reports.grades_csv import (
     result_row,
     write_rows,
 )
-from autograder.nbgrader.class_reports.summary import save_histogram, summary_text
+from autograder.nbgrader.class_reports.summary import (
+    matching_lines,
+    save_histogram,
+    summary_text,
+)
 from autograder.nbgrader.folders import keep_received
 from autograder.nbgrader.late_penalty import LatePenalty, course_late_penalty, record_penalties
 from autograder.nbgrader.plain_feedback import plain_feedback_page
 from autograder.nbgrader.roster import NOT_ON_ROSTER, course_roster, name_unnamed
 from autograder.nbgrader.submission_times import (
+    CANVAS_LATE,
     course_deadline,
-    minutes_late,
     record_times,
     submission_time,
 )
 from solutions.parts import ASSIGNMENT, NOTEBOOK
 
-__all__ = ["Written", "write_outputs", "write_reports"]
+__all__ = ["LATE_BY_CANVAS", "Written", "write_outputs", "write_reports"]
+
+#: The note of a row whose Canvas download says LATE (its minutes are unknown).
+LATE_BY_CANVAS = (
+    "late by Canvas (its download gives no time: minutes unknown, no late penalty of this kit; "
+    "Canvas's own late policy can apply)"
+)
 
 
 @dataclass
@@ -127,7 +137,9 @@ def write_outputs(
             received.setdefault(str(path), str(kept.relative_to(out)))
     origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}
     times = {
-        str(sub.path): submission_time(sub.path, sub.origin, deadline, sub.mtime, sub.exchange)
+        str(sub.path): submission_time(
+            sub.path, sub.origin, deadline, sub.mtime, sub.exchange, sub.lms_late
+        )
         for sub in submissions
     }
     new_rows = []
@@ -140,8 +152,9 @@ def write_outputs(
             row["submitted_at"], row["submitted_from"] = stamp.iso(), stamp.source
             # A file that never ran (not a notebook) is no submission to be late with: its
             # time says when it came, and the student's readable file will be timed.
-            late = deadline is not None and result.ran
-            row["minutes_late"] = str(minutes_late(stamp.when, deadline)) if late else ""
+            row["minutes_late"] = stamp.minutes_late(deadline) if result.ran else ""
+            if stamp.source == CANVAS_LATE and result.ran:
+                extra = [*extra, LATE_BY_CANVAS]
         if roster is not None and result.student and result.student not in roster:
             extra = [*extra, NOT_ON_ROSTER]
         row["notes"] = "; ".join(filter(None, [row["notes"], *extra]))
@@ -179,7 +192,11 @@ def write_outputs(
     columns = csv_columns(points, rows, old_columns)
     write_rows(rows, columns, out / "grades.csv")
     board = leaderboard_lines(rows)
-    summary = "\n".join([summary_text(rows, points), *([""] + board if board else [])])
+    matching = matching_lines(submissions)
+    summary = "\n".join(
+        [summary_text(rows, points), *([""] + matching if matching else []),
+         *([""] + board if board else [])]
+    )  # fmt: skip
     (out / "summary.txt").write_text(summary + "\n", encoding="utf-8")
     if board:  # the same ranking without names, for the students
         anonymous = "\n".join(leaderboard_lines(rows, anonymous=True))

@@ -71,7 +71,7 @@ def test_config_preprocessors_import_and_are_enabled() -> None:
     """Does every preprocessor named in the config import, and is ours on under the config?"""
     c = nbgrader_config.c
     names = [*c.Autograde.sanitize_preprocessors, *c.Autograde.autograde_preprocessors]
-    names += c.GenerateFeedback.preprocessors
+    names += c.GenerateFeedback.preprocessors + c.GenerateAssignment.preprocessors
     for name in names:
         cls = import_item(name)
         if not name.startswith("nbconvert."):

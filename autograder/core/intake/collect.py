@@ -36,8 +36,7 @@ roster by the LMS's user number or the student's full name, and each such submis
 Student ids keep letters, digits, ``.``, ``_`` and ``-`` (other characters become ``_``); a
 folder whose name keeps nothing (``---``) names ``unnamed-<digest of the name>``, never the
 whole class's stop. Archives are unpacked member by member with the bytes counted as they are
-written (:data:`MAX_NOTEBOOK_BYTES` a notebook, :data:`MAX_ARCHIVE_BYTES` and
-:data:`MAX_ARCHIVE_NOTEBOOKS` an archive): what does not fit is reported, not unpacked.
+written (:mod:`autograder.core.intake.archives`): what does not fit is reported, not unpacked.
 Two files for one student: the most recently modified one is graded and the other is reported
 as a :class:`Problem` ("duplicate", with the student's id, so the grades CSV notes it in that
 student's row). Symbolic links (files, folders, zip members) are refused: a link could point at
@@ -50,14 +49,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from autograder.core.intake.archives import LINK_REASON, extract
 from autograder.core.intake.lms_names import (
     CANVAS,
     AmbiguousName,
@@ -65,22 +63,13 @@ from autograder.core.intake.lms_names import (
     lms_name,
     roster_student,
 )
-from autograder.core.intake.submission_file import MAX_NOTEBOOK_BYTES
 from solutions.parts import ASSIGNMENT
 
 __all__ = ["Problem", "Submission", "collect", "exchange_folder", "student_id"]
 
 _SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", "autograded", "feedback", "release", "source"}
 _GENERIC = {ASSIGNMENT, "notebook", "untitled", "submission", "assignment", ""}
-#: An archive's notebooks beyond these are reported, not unpacked (a class's notebooks with
-#: their plots and videos take a few hundred MB).
-MAX_ARCHIVE_BYTES = 2 * 1024**3
-MAX_ARCHIVE_NOTEBOOKS = 5000
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-_LINK_REASON = (
-    "a symbolic link: refused (a link can point at any file of the grading machine); "
-    "put the notebook file itself there"
-)
 
 
 @dataclass(frozen=True)
@@ -220,87 +209,6 @@ def _lms_student(named: _Named, roster: Mapping[str, Any] | None) -> tuple[str, 
     return found.fallback, f"{found.says()}{lacking}", found
 
 
-def _is_link_member(member: zipfile.ZipInfo) -> bool:
-    return member.create_system == 3 and stat.S_ISLNK(member.external_attr >> 16)
-
-
-def _member_path(name: str) -> Path | None:
-    """The relative path a member is unpacked to (``..``, ``.`` and empty parts dropped, as
-    :meth:`zipfile.ZipFile.extract` does), or ``None`` when nothing is left."""
-    parts = [part for part in name.split("/") if part not in ("", ".", "..")]
-    return Path(*parts) if parts else None
-
-
-def _unpack(bundle: zipfile.ZipFile, member: zipfile.ZipInfo, out: Path, budget: int) -> int:
-    """Write ``member`` to the new file ``out``, streaming; the bytes written.
-
-    Raises:
-        ValueError: it unpacks to more than ``min(budget, MAX_NOTEBOOK_BYTES)`` bytes (counted
-            while reading, whatever the archive's header says); ``out`` is removed.
-    """
-    limit = min(budget, MAX_NOTEBOOK_BYTES)
-    written = 0
-    try:
-        with bundle.open(member) as source, open(out, "xb") as target:
-            while chunk := source.read(1 << 20):
-                written += len(chunk)
-                if written > limit:
-                    raise ValueError(f"unpacks to more than {limit / 1024**2:.0f} MB: not unpacked")
-                target.write(chunk)
-    except BaseException:
-        out.unlink(missing_ok=True)
-        raise
-    return written
-
-
-def _extract(archive: Path, dest: Path) -> tuple[Path, list[Problem]]:
-    """Unpack ``archive``'s notebooks into a new folder of ``dest``, keeping each member's date.
-
-    Members are streamed with their unpacked size counted as they are read (a header can lie):
-    one larger than :data:`MAX_NOTEBOOK_BYTES`, those past :data:`MAX_ARCHIVE_BYTES` in all or
-    past :data:`MAX_ARCHIVE_NOTEBOOKS`, symbolic links and unreadable members are not unpacked:
-    they come back as problems.
-    """
-    target = dest / f"zip-{len(list(dest.iterdir()))}-{archive.stem}"
-    target.mkdir()
-    problems = []
-    budget, count = MAX_ARCHIVE_BYTES, 0
-    with zipfile.ZipFile(archive) as bundle:
-        for member in bundle.infolist():
-            if member.is_dir() or not member.filename.endswith(".ipynb"):
-                continue
-            origin = f"{archive}:{member.filename}"
-            where = Path(member.filename)
-            relative = _member_path(member.filename)
-            if _is_link_member(member):
-                problems.append(Problem(where, _LINK_REASON, origin=origin))
-                continue
-            if relative is None:
-                continue
-            count += 1
-            if count > MAX_ARCHIVE_NOTEBOOKS or budget <= 0:
-                problems.append(
-                    Problem(
-                        where,
-                        f"not unpacked: an archive may hold {MAX_ARCHIVE_NOTEBOOKS} notebooks and "
-                        f"{MAX_ARCHIVE_BYTES / 1024**3:.0f} GB in all; split it",
-                        origin=origin,
-                    )
-                )
-                continue
-            out = target / relative
-            try:
-                out.parent.mkdir(parents=True, exist_ok=True)
-                budget -= _unpack(bundle, member, out, budget)
-            except (ValueError, OSError, zipfile.BadZipFile, EOFError) as error:
-                reason = str(error)[:200] if isinstance(error, ValueError) else repr(error)[:200]
-                problems.append(Problem(where, f"member not read: {reason}", origin=origin))
-                continue
-            stamp = datetime(*member.date_time).timestamp()
-            os.utime(out, (stamp, stamp))
-    return target, problems
-
-
 def _top(folder: Path) -> Path:
     """``folder``, or the single folder it holds when it holds nothing else worth reading."""
     while True:
@@ -325,13 +233,13 @@ def _notebooks(folder: Path) -> tuple[list[Path], list[Problem]]:
                 dirs.remove(name)
             elif (base / name).is_symlink():
                 dirs.remove(name)
-                links.append(Problem(base / name, _LINK_REASON))
+                links.append(Problem(base / name, LINK_REASON))
         for name in files:
             if not name.endswith(".ipynb"):
                 continue
             path = base / name
             if path.is_symlink():
-                links.append(Problem(path, _LINK_REASON))
+                links.append(Problem(path, LINK_REASON))
             elif path.is_file():
                 found.append(path)
     return sorted(found), links
@@ -357,7 +265,7 @@ def collect(
     for item in inputs:
         given = Path(item).absolute()
         if given.suffix.lower() == ".ipynb" and given.is_symlink():
-            problems.append(Problem(given, _LINK_REASON))
+            problems.append(Problem(given, LINK_REASON))
             continue
         given = given.resolve()
         if given.is_dir():
@@ -366,11 +274,11 @@ def collect(
             problems += links
         elif given.suffix.lower() == ".zip" and given.is_file():
             try:
-                unpacked, links = _extract(given, scratch)
+                unpacked, refused = extract(given, scratch)
             except (zipfile.BadZipFile, OSError) as error:
                 problems.append(Problem(given, f"unreadable zip archive ({error})"))
                 continue
-            problems += links
+            problems += [Problem(Path(name), why, origin=origin) for name, why, origin in refused]
             root = _top(unpacked)  # `zip -r batch.zip submissions/`: read submissions/
             archives[root] = unpacked, given
             notebooks, _ = _notebooks(root)

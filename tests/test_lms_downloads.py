@@ -184,6 +184,26 @@ def test_without_a_roster_each_student_keeps_the_lms_ids_and_older_layouts_read(
     assert [sub.student for sub in collect([one], tmp_path, roster)[0]] == ["dave"]
 
 
+def test_a_canvas_name_made_to_pass_for_anothers_gets_nobodys_grade(tmp_path: Path) -> None:
+    """Mallory (Canvas user 10238) sets her sortable name so that it ends in Alice's user number:
+    Canvas writes ``x_10231_10238_<file>_a2c.ipynb``, which reads as Alice's file too. It is
+    graded as nobody's and the row names both; Alice's own file stays hers."""
+    roster = read_roster(
+        _write(tmp_path / "roster.csv", ROSTER + "mallory,Mal,Lory,m@uni.example,10238,U8\n")
+    )
+    archive = _zip(
+        tmp_path / "submissions.zip",
+        {"x_10231_10238_5551300_a2c.ipynb": DOWNLOADED,
+         "leealice_10231_5551234_a2c.ipynb": DOWNLOADED},
+    )  # fmt: skip
+    subs, problems = collect([archive], tmp_path, roster)
+    assert [sub.student for sub in subs] == ["alice"]
+    assert subs[0].path.name == "leealice_10231_5551234_a2c.ipynb"
+    (forged,) = problems
+    assert "alice (canvas_id 10231), mallory (canvas_id 10238)" in forged.reason
+    assert not forged.student  # a row of its own, never Alice's
+
+
 def test_a_roster_with_one_canvas_id_twice_is_refused(tmp_path: Path) -> None:
     twice = ROSTER + "zed,Zed,Z,z@uni.example,10231,U9\n"
     with pytest.raises(ValueError, match="canvas_id '10231' repeated"):

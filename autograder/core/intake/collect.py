@@ -60,7 +60,7 @@ from autograder.core.intake.lms_names import (
     CANVAS,
     AmbiguousName,
     LmsName,
-    lms_name,
+    readings,
     roster_student,
 )
 from solutions.parts import ASSIGNMENT
@@ -198,10 +198,10 @@ def _lms_student(named: _Named, roster: Mapping[str, Any] | None) -> tuple[str, 
     Raises:
         AmbiguousName: the LMS's name fits two students of the roster.
     """
-    found = lms_name(named.entry) if named.entry else None
-    if found is None:
+    every = readings(named.entry) if named.entry else []
+    if not every:
         return named.student, "", None
-    matched = roster_student(found, roster)
+    matched, found = roster_student(every, roster)
     if matched:
         column = "canvas_id" if found.lms == CANVAS else "first_name, last_name"
         return matched, f"{found.says()}, the roster's {column}", found

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,14 +39,17 @@ __all__ = [
     "AmbiguousName",
     "LmsName",
     "lms_name",
+    "readings",
     "roster_student",
 ]
 
 CANVAS, MOODLE = "Canvas", "Moodle"
 
-_CANVAS = re.compile(
-    r"(?P<name>\w*?)_(?P<late>LATE_)?(?P<user>\d+)_(?P<file>\d+)_(?P<rest>.+)", re.UNICODE
-)
+#: One reading of a Canvas name: the user and file numbers after a name (the rest is the file
+#: name the student uploaded). A name never holds ``_<digits>_`` (Canvas folds them), but it may
+#: end in ``_<digits>``, so an entry can have more than one reading (:func:`readings`).
+_CANVAS_NUMBERS = re.compile(r"_(?P<late>LATE_)?(?P<user>\d+)_(?P<file>\d+)_(?P<rest>.+)")
+_CANVAS_NAME = re.compile(r"\w*", re.UNICODE)
 _CANVAS_ANONYMOUS = re.compile(
     r"(?P<late>LATE_)?(?P<user>anon_[A-Za-z0-9]+)_(?P<file>\d+)_(?P<rest>.+)"
 )
@@ -82,18 +85,31 @@ class LmsName:
         return f"Moodle full name {self.name!r} (participant {self.user})"
 
 
-def lms_name(entry: str) -> LmsName | None:
-    """The :class:`LmsName` of a file or folder name at the top of an LMS's zip, or ``None``
-    when it is not one of Canvas's or Moodle's names (module docstring)."""
+def readings(entry: str) -> list[LmsName]:
+    """Every way ``entry``, a file or folder name at the top of an LMS's zip, reads as one of
+    Canvas's or Moodle's names (module docstring), leftmost first; empty when it is neither."""
     moodle = _MOODLE.fullmatch(entry)
     if moodle and moodle.group("name").strip():
-        return LmsName(MOODLE, moodle.group("user"), " ".join(moodle.group("name").split()))
-    canvas = _CANVAS.fullmatch(entry) or _CANVAS_ANONYMOUS.fullmatch(entry)
-    if canvas:
-        name = canvas.groupdict().get("name") or ""
-        late = canvas.group("late") is not None
-        return LmsName(CANVAS, canvas.group("user"), name, late, int(canvas.group("file")))
-    return None
+        return [LmsName(MOODLE, moodle.group("user"), " ".join(moodle.group("name").split()))]
+    anonymous = _CANVAS_ANONYMOUS.fullmatch(entry)
+    if anonymous:
+        late = anonymous.group("late") is not None
+        return [LmsName(CANVAS, anonymous.group("user"), "", late, int(anonymous.group("file")))]
+    found = []
+    for start in (at for at, char in enumerate(entry) if char == "_"):
+        numbers = _CANVAS_NUMBERS.match(entry, start)
+        if numbers and _CANVAS_NAME.fullmatch(entry[:start]):
+            late = numbers.group("late") is not None
+            found.append(
+                LmsName(CANVAS, numbers.group("user"), entry[:start], late, int(numbers.group("file")))
+            )
+    return found
+
+
+def lms_name(entry: str) -> LmsName | None:
+    """The first of :func:`readings` of ``entry`` (``None``: not an LMS's name)."""
+    found = readings(entry)
+    return found[0] if found else None
 
 
 class AmbiguousName(ValueError):
@@ -104,30 +120,48 @@ def _folded(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
-def roster_student(found: LmsName, roster: Mapping[str, Any] | None) -> str:
-    """The roster id of the student ``found`` names (Canvas: the roster's ``canvas_id``;
-    Moodle: ``first_name last_name``, or ``last_name first_name`` for a site that shows names
-    that way, compared without case), or ``""`` when the roster has none.
+def roster_student(
+    found: Sequence[LmsName], roster: Mapping[str, Any] | None
+) -> tuple[str, LmsName]:
+    """``(roster id, the reading that names it)`` of an entry's :func:`readings`: Canvas by the
+    roster's ``canvas_id``; Moodle by ``first_name last_name``, or ``last_name first_name`` for a
+    site that shows names that way, compared without case. The id is ``""`` (and the reading the
+    first) when the roster has none.
 
     Raises:
-        AmbiguousName: two students of the roster fit, named in the message.
+        AmbiguousName: two students of the roster fit (named in the message): two roster students
+            of one Moodle name, or a Canvas name read two ways, each a roster student's (a name
+            ending in digits, or one made to pass for another's).
     """
+    first = found[0]
     if not roster:
-        return ""
-    if found.lms == CANVAS:
-        ids = [sid for sid, entry in roster.items() if getattr(entry, "canvas_id", "") == found.user]
-        return ids[0] if len(ids) == 1 else ""
-    wanted = _folded(found.name)
-    fits = []
+        return "", first
+    if first.lms == CANVAS:
+        fits = [
+            (sid, reading)
+            for reading in found
+            for sid, entry in roster.items()
+            if getattr(entry, "canvas_id", "") == reading.user
+        ]
+        if len({sid for sid, _ in fits}) > 1:
+            named = ", ".join(f"{sid} (canvas_id {reading.user})" for sid, reading in fits)
+            raise AmbiguousName(
+                f"Canvas's file name reads as the file of {len(fits)} roster students: {named}. "
+                "Check in Canvas whose it is, then grade it as <student id>.ipynb."
+            )
+        return fits[0] if fits else ("", first)
+    wanted = _folded(first.name)
+    matches = []
     for sid, entry in roster.items():
-        first, last = getattr(entry, "first_name", ""), getattr(entry, "last_name", "")
-        if first and last and wanted in (_folded(f"{first} {last}"), _folded(f"{last} {first}")):
-            fits.append((sid, f"{first} {last}"))
-    if len(fits) > 1:
-        named = ", ".join(f"{sid} ({name})" for sid, name in fits)
+        given, family = getattr(entry, "first_name", ""), getattr(entry, "last_name", "")
+        names = (_folded(f"{given} {family}"), _folded(f"{family} {given}"))
+        if given and family and wanted in names:
+            matches.append((sid, f"{given} {family}"))
+    if len(matches) > 1:
+        named = ", ".join(f"{sid} ({name})" for sid, name in matches)
         raise AmbiguousName(
-            f"Moodle names this student {found.name!r} (participant {found.user}), and the "
-            f"roster has {len(fits)} students of that name: {named}. Unzip the download, "
+            f"Moodle names this student {first.name!r} (participant {first.user}), and the "
+            f"roster has {len(matches)} students of that name: {named}. Unzip the download, "
             "rename the folder to the student's roster id, and grade the folder."
         )
-    return fits[0][0] if fits else ""
+    return (matches[0][0] if matches else ""), first

@@ -204,6 +204,20 @@ def test_a_canvas_name_made_to_pass_for_anothers_gets_nobodys_grade(tmp_path: Pa
     assert not forged.student  # a row of its own, never Alice's
 
 
+def test_two_moodle_participants_of_one_roster_name_get_nobodys_grade(tmp_path: Path) -> None:
+    """A second participant whose Moodle name is Dave's (a profile renamed, or a namesake the
+    roster lacks): neither file is taken for Dave's, and each row names both participants."""
+    roster = read_roster(_write(tmp_path / "roster.csv", ROSTER))
+    archive = _zip(
+        tmp_path / "moodle.zip",
+        {"Dave Diaz_4321_assignsubmission_file/a2c.ipynb": (2026, 3, 1, 20, 0, 0),
+         "Dave Diaz_4399_assignsubmission_file/a2c.ipynb": (2026, 3, 1, 21, 0, 0)},
+    )  # fmt: skip
+    subs, problems = collect([archive], tmp_path, roster)
+    assert subs == [] and len(problems) == 2
+    assert all("(Moodle 4321, Moodle 4399) are all matched to 'dave'" in p.reason for p in problems)
+
+
 def test_a_roster_with_one_canvas_id_twice_is_refused(tmp_path: Path) -> None:
     twice = ROSTER + "zed,Zed,Z,z@uni.example,10231,U9\n"
     with pytest.raises(ValueError, match="canvas_id '10231' repeated"):

@@ -290,8 +290,7 @@ def collect(
             problems.append(
                 Problem(given, "not found, or not a .ipynb notebook, a folder or a .zip archive")
             )
-    by_student: dict[str, Submission] = {}
-    ranks: dict[str, tuple[float, int]] = {}
+    named_subs: list[tuple[Submission, LmsName | None]] = []
     for path, root, fallback in found:
         base = archives[root][0] if root in archives else None
         named = _layout(path, root, fallback, base)
@@ -321,23 +320,46 @@ def collect(
         submission = Submission(
             student, path, path.stat().st_mtime, origin, exchange, matched, late
         )
-        # Canvas writes every member with the zip's time: its file number tells the later upload
-        rank = (submission.mtime, lms.file if lms is not None else 0)
-        kept = by_student.get(student)
-        ranks[str(path)] = rank
-        if kept is None:
-            by_student[student] = submission
+        named_subs.append((submission, lms))
+    return _one_per_student(named_subs, problems)
+
+
+def _one_per_student(
+    named_subs: list[tuple[Submission, LmsName | None]], problems: list[Problem]
+) -> tuple[list[Submission], list[Problem]]:
+    """One submission a student: the newest of a student's files (Canvas writes every member
+    with the zip's time: its file number tells the later upload), the others reported as
+    duplicates. Files that two of an LMS's users (two Moodle participants of one name) hand in
+    for one roster student are nobody's: each is reported, naming the others."""
+    groups: dict[str, list[tuple[Submission, LmsName | None]]] = {}
+    for submission, lms in named_subs:
+        groups.setdefault(submission.student, []).append((submission, lms))
+    chosen: list[Submission] = []
+    for student, group in groups.items():
+        users = sorted({(lms.lms, lms.user) for _, lms in group if lms is not None})
+        if len(users) > 1:
+            named = ", ".join(f"{lms} {user}" for lms, user in users)
+            for submission, _ in group:
+                problems.append(
+                    Problem(
+                        submission.path,
+                        f"not graded: files of {len(users)} different LMS users ({named}) are all "
+                        f"matched to {student!r} by name; check whose each is, and grade it as "
+                        "<student id>.ipynb",
+                        origin=submission.origin,
+                    )
+                )
             continue
-        later = rank > ranks[str(kept.path)]
-        newer, older = (submission, kept) if later else (kept, submission)
-        by_student[student] = newer
-        problems.append(
-            Problem(
-                older.path,
-                f"duplicate for student {student!r}: graded the newer "
-                f"{newer.origin or newer.path}, not this one",
-                student=student,
-                origin=older.origin,
+        newer = max(group, key=lambda item: (item[0].mtime, item[1].file if item[1] else 0))[0]
+        chosen.append(newer)
+        for older in [submission for submission, _ in group if submission is not newer]:
+            problems.append(
+                Problem(
+                    older.path,
+                    f"duplicate for student {student!r}: graded the newer "
+                    f"{newer.origin or newer.path}, not this one",
+                    student=student,
+                    origin=older.origin,
+                )
             )
-        )
-    return sorted(by_student.values(), key=lambda s: s.student), problems
+    return sorted(chosen, key=lambda s: s.student), problems

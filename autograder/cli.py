@@ -15,7 +15,7 @@ Commands::
     python -m autograder similarity OUT [--release NB] [--pages N]
     python -m autograder cluster-certificates DIR
     python -m autograder gradescope [--out autograder.zip]
-    python -m autograder prairielearn --out DIR [--image NAME]
+    python -m autograder prairielearn --out DIR --image NAME [--uuid UUID]
 
 ``grade`` names the student as ``grade-all`` names the one file it is given (a file named only
 ``a2c.ipynb`` after its folder, or ``submission``; ``--student`` overrides), and prints a table
@@ -23,12 +23,14 @@ per part with the totals of ``grades.csv`` (full marks 15, part 8 *not graded ye
 ``--json`` exactly one JSON object on stdout (``max_total``: full marks)::
 
     {"total": float, "max_total": float, "status": str, "notes": str, "sandboxed": bool,
-     "isolation": "bubblewrap" | "container" | "none",
+     "isolation": "bubblewrap" | "container" | "none" | "not run",
      "parts": {"<part key>": {"score": float, "max": float, "feedback": str}}}
 
 ``status`` is ``graded`` or why not (``error: ...``, ``timeout: ...``, ``tampered: ...``,
 ``unreadable: ...``); ``sandboxed`` is false with ``--no-sandbox`` (read the note);
-``isolation`` says how the notebook was isolated (docs/grading.md, "Isolation modes").
+``isolation`` says how the notebook was isolated (docs/grading.md, "Isolation modes"), or
+``not run`` for a file of which nothing ran (not a notebook; ``sandboxed`` is false then too,
+and the table says ``not run`` instead of a sandbox warning).
 
 ``grade-all`` writes ``grades.csv`` (merged by student with what ``--out`` holds already),
 ``feedback/<student>.html``, ``summary.txt``, ``scores.png`` and ``received/`` (every file as
@@ -175,8 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="CSV",
-        help="the class roster (columns id, first_name, last_name, email): names go into the "
-        "course's gradebook; a submission of a student not on it is graded and flagged",
+        help="the class roster (columns id, first_name, last_name, email; canvas_id, section, "
+        "sis_user_id, sis_login_id): names go into the course's gradebook, a Canvas or Moodle "
+        "download is matched to it (Canvas by canvas_id, Moodle by full name); a submission of "
+        "a student not on it is graded and flagged",
     )
     many.add_argument(
         "--scheduler",
@@ -280,13 +284,22 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         required=True,
         metavar="DIR",
-        help="a new folder: the external grader (for the course's serverFilesCourse/a2c_grader), the "
-        "question and the grading image's recipe",
+        help="a new folder, or an earlier build's (rebuilt in place, its question uuid kept): the "
+        "external grader (for the course's serverFilesCourse/a2c_grader), the question and the "
+        "grading image's recipe",
     )
     prairielearn.add_argument(
         "--image",
-        default="YOUR_DOCKERHUB_USER/a2c-grader:latest",
-        help="the grading image's name on Docker Hub, for info.json (default: %(default)s)",
+        default="",
+        metavar="NAME",
+        help="the grading image you build and push to Docker Hub, for info.json "
+        "(<your Docker Hub user>/a2c-grader:latest)",
+    )
+    prairielearn.add_argument(
+        "--uuid",
+        default=None,
+        help="the question's uuid (PrairieLearn knows the question by it): the one in your "
+        "course's questions/a2c/info.json; default: the earlier build's in --out, else a new one",
     )
     return parser
 
@@ -300,11 +313,16 @@ def _platform(args: argparse.Namespace) -> int:
         return 0
     from autograder.platforms.prairielearn.bundle import write_bundle
 
-    names = write_bundle(args.out, args.image)
+    bundle = write_bundle(args.out, args.image, question_uuid=args.uuid)
+    kept = (
+        "kept: PrairieLearn updates the same question"
+        if bundle.kept
+        else "new: rebuild into this folder (or pass --uuid) to keep it"
+    )
     print(
-        f"{args.out}: {len(names)} files; copy it to the course's serverFilesCourse/a2c_grader, "
-        f"{args.out / 'question'} to questions/a2c, and build {args.out / 'image'} as "
-        f"{args.image}"
+        f"{args.out}: {len(bundle.names)} files; copy it to the course's "
+        f"serverFilesCourse/a2c_grader, {args.out / 'question'} to questions/a2c, and build "
+        f"{args.out / 'image'} as {args.image}\nquestion uuid {bundle.uuid} ({kept})"
     )
     return 0
 
@@ -434,13 +452,18 @@ def _grade_all(args: argparse.Namespace) -> int:
                 "--late-penalty needs --course: the penalty is the course's rule, and the "
                 "gradebook, formgrader, both exports and the feedback take it from there."
             )
+    roster = None
     if args.roster is not None:
-        read_roster(args.roster)  # a bad roster stops here, before any grading
+        roster = read_roster(args.roster)  # a bad roster stops here, before any grading
     if args.course is not None:
         check_course_dir(args.course, allow_git=args.allow_git)
+        kept = args.course / "roster.csv"  # the course's, from an earlier --roster
+        if roster is None and kept.is_file():
+            roster = read_roster(kept)
     read_rows(args.out / "grades.csv")  # refuse a foreign grades.csv before grading
     with tempfile.TemporaryDirectory(prefix="a2c-collect-") as scratch:
-        submissions, problems = collect(args.inputs, Path(scratch))
+        # An LMS's download is matched to the roster by the LMS's own ids and names.
+        submissions, problems = collect(args.inputs, Path(scratch), roster)
         for problem in problems:
             where = problem.origin or problem.path
             print(printable(f"warning: {where}: {problem.reason}"), file=sys.stderr)
@@ -539,9 +562,31 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; an option the command does not have stops with that command's
+    usage (argparse would print the top-level one), and the nearest option it has."""
+    import difflib
+
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        commands = next(
+            action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+        )
+        command = commands.choices[args.command]
+        options = [name for action in command._actions for name in action.option_strings]
+        guesses = [
+            f"{word} (did you mean {close[0]}?)" if close else word
+            for word in unknown
+            for close in [difflib.get_close_matches(word.split("=")[0], options, n=1)]
+        ]
+        command.error(f"unrecognized arguments: {' '.join(guesses)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     for name in (
         "path",
         "out",

@@ -48,8 +48,9 @@ from autograder.nbgrader.class_reports.writing import write_outputs
 from autograder.nbgrader.regrading import regrade
 from autograder.nbgrader.roster import RosterStudent
 from autograder.similarity.class_scores import score_part
-from autograder.similarity.fingerprints import fingerprint
+from autograder.similarity.fingerprints import course_vocabulary, fingerprint
 from autograder.similarity.report import similarity_report
+from solutions.build_notebooks import RELEASE_NOTEBOOK
 from solutions.parts import PARTS
 from tests.submissions.generated_class import disguise, notebook_of, student_parts, write_class
 
@@ -134,7 +135,11 @@ def main() -> None:
     print(f"   {found} ({'as planted' if found == expected else 'NOT as planted: ' + expected})")
 
     students = _class(size)
-    prints = {s: {k: fingerprint(code) for k, code in parts.items()} for s, parts in students.items()}
+    release = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
+    known = course_vocabulary([cell.source for cell in release.cells if cell.cell_type == "code"])
+    prints = {
+        s: {k: fingerprint(code, known) for k, code in parts.items()} for s, parts in students.items()
+    }
     started = time.perf_counter()
     for key in PARTS:
         score_part({s: p[key] for s, p in prints.items()}, frozenset())

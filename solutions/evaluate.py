@@ -14,9 +14,12 @@ Command line::
                                  [--max-agent-steps N] [--protocol course|grader]
                                  [--no-progress]
 
-``CHECKPOINT_OR_AGENT`` is a ``checkpoint.pt`` of ``python -m solutions.train`` or the
+``CHECKPOINT_OR_AGENT`` is a ``checkpoint.pt`` of ``python -m solutions.train`` (loaded with
+``weights_only=True``: tensors and plain data, never code; :mod:`solutions.checkpoint`) or the
 ``a2c_agent.json`` a notebook saved (:mod:`course_lib.saved_agent`), loaded into the
-reference network.
+reference network. Weights of another network (a student's own ``make_model``) are refused with
+the command that scores them, the grader's (``python -m autograder grade NOTEBOOK.ipynb``); a
+notebook or any other file given by mistake is refused with what to give instead.
 """
 
 from __future__ import annotations
@@ -97,14 +100,28 @@ def describe_scores(result: Any) -> str:
 
 def _load_model(path: Path, device: torch.device) -> tuple[torch.nn.Module, str]:
     """The reference network with the weights of a checkpoint or a saved agent; its game."""
-    from course_lib.saved_agent import load_agent, load_weights
+    from course_lib.saved_agent import AGENT_FILE, load_agent, load_weights
 
     from .checkpoint import load_checkpoint
     from .reference import make_model
 
+    if path.suffix == ".ipynb":
+        raise ValueError(
+            f"{path} is a notebook, not an agent: give the {AGENT_FILE} its save cell wrote "
+            f"beside it (python -m solutions.evaluate {path.with_name(AGENT_FILE)}), or let "
+            f"the grader play it: python -m autograder grade {path}"
+        )
     if path.suffix == ".json":
         weights = load_agent(path)
-        model = load_weights(make_model(weights.n_actions), weights)
+        try:
+            model = load_weights(make_model(weights.n_actions), weights)
+        except ValueError as error:
+            raise ValueError(
+                f"{path}: {error} This command plays the course's reference network only "
+                "(solutions.reference.make_model), and these weights were trained in another "
+                "one. A student's agent is scored by the grader, with the student's notebook: "
+                "python -m autograder grade NOTEBOOK.ipynb (its verified agent score line)."
+            ) from None
         return model.to(device), weights.env_id
     ckpt = load_checkpoint(path, map_location=device)
     model = make_model(ckpt["extra"]["n_actions"]).to(device)

@@ -258,6 +258,14 @@ class NoZeroGrad(NoClip):
         return super().step(trajectory)
 
 
+class ClippedNoZeroGrad(ref.A2C):
+    """The reference's step without zero_grad: the stale gradient is clipped with the rest."""
+
+    def step(self, trajectory):
+        self.optimizer.zero_grad = lambda *a, **k: None
+        return super().step(trajectory)
+
+
 class TensorStats(ref.A2C):
     def step(self, trajectory):
         return {k: torch.tensor(v) for k, v in super().step(trajectory).items()}
@@ -270,6 +278,7 @@ class TensorStats(ref.A2C):
         (EntropyPlus, "the entropy is a bonus"),
         (NoClip, "after backward"),
         (NoZeroGrad, "stale gradient of 5.0"),
+        (ClippedNoZeroGrad, r"stale gradient of 5.0(.|\n)*piles up"),
         (TensorStats, r"return Python numbers"),
     ],
 )

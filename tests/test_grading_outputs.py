@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import os
 import stat
 import subprocess
@@ -180,6 +181,51 @@ def test_rows_that_never_ran_and_duplicates(tmp_path: Path) -> None:
     assert sorted(path.read_bytes() for path in kept) == sorted(
         [older.read_bytes(), newer.read_bytes()]
     )
+
+
+def test_a_file_that_never_ran_is_called_so_and_is_never_late(tmp_path: Path, capsys) -> None:
+    """A corrupted download is 'not run' in the table and the JSON (never 'NOT SANDBOXED' nor a
+    sandbox it never entered), and grade-all lists it as not graded, never as late by its file
+    date."""
+    inbox = tmp_path / "inbox"
+    _write(inbox / "carol.ipynb", '{"cells": [')  # a download cut short
+    _write(inbox / "dave.ipynb", "<html>Sign in to continue</html>")  # an LMS's login page
+    assert main(["grade", str(inbox / "carol.ipynb")]) == 1
+    table = capsys.readouterr().out
+    assert "not run: nothing of this file ran" in table and "NOT SANDBOXED" not in table
+    assert main(["grade", str(inbox / "carol.ipynb"), "--json"]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["status"].startswith("unreadable") and printed["isolation"] == "not run"
+    out = tmp_path / "out"
+    args = ["grade-all", str(inbox), "--out", str(out), "--no-histogram"]
+    assert main([*args, "--deadline", "2000-01-01T00:00+00:00"]) == 1
+    summary = capsys.readouterr().out
+    assert "late:" not in summary
+    assert "not graded: 2 row(s), grades.csv says why: carol (unreadable), dave (unreadable)" in summary
+    rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
+    assert {(r["sandboxed"], r["minutes_late"], r["submitted_from"]) for r in rows.values()} == {
+        ("not run", "", "file time")
+    }
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "guess"),
+    [
+        (["grade-all", "inbox", "--outt", "out"], "python -m autograder grade-all", "--out"),
+        (["export", "--course", "c", "--missing-as-zeros"], "python -m autograder export",
+         "--missing-as-zero"),
+        (["similarity", "out", "--page", "3", "--relase", "x"], "python -m autograder similarity",
+         "--release"),
+    ],
+)  # fmt: skip
+def test_a_misspelled_option_gets_its_commands_usage(argv, usage, guess, capsys) -> None:
+    """An option the command lacks prints that command's usage and the nearest option it has,
+    as an instructor needs to fix the line (never the top-level usage)."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: {usage} ") and f"(did you mean {guess}?)" in err
 
 
 def test_histogram_counts_students_in_whole_numbers() -> None:

@@ -71,7 +71,7 @@ def test_config_preprocessors_import_and_are_enabled() -> None:
     """Does every preprocessor named in the config import, and is ours on under the config?"""
     c = nbgrader_config.c
     names = [*c.Autograde.sanitize_preprocessors, *c.Autograde.autograde_preprocessors]
-    names += c.GenerateFeedback.preprocessors
+    names += c.GenerateFeedback.preprocessors + c.GenerateAssignment.preprocessors
     for name in names:
         cls = import_item(name)
         if not name.startswith("nbconvert."):
@@ -100,6 +100,23 @@ def test_trusted_scores_replace_what_graded_cells_show(tmp_path: Path) -> None:
         c for c in out.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_mul"
     )
     assert other.outputs[1]["data"]["text/plain"] == "0.0"  # no record: no points
+
+
+def test_the_bonus_cell_shows_its_feedback_and_no_zero_result(tmp_path: Path) -> None:
+    """The bonus part's cell (worth 0 in the gradebook) keeps only its feedback, so that the page
+    shows no `Out[ ]: 0.0` under the bonus's `2 / 2 points`; its points go to extra credit."""
+    meta = {"grade": True, "solution": False, "locked": True, "grade_id": "test_gae", "points": 0}
+    cell = nbformat.v4.new_code_cell("grade_part('gae')", metadata={"nbgrader": meta})
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    record = tmp_path / "scores.json"
+    record.write_text(json.dumps({"test_gae": {"score": 2.0, "feedback": "all checks pass"}}))
+    resources: dict = {}
+    out, _ = TrustedScores(record=str(record)).preprocess(nb, resources)
+    assert [o["output_type"] for o in out.cells[0].outputs] == ["stream"]
+    assert resources["a2c_extra_credit"] == {"test_gae": 2.0}
+    from nbgrader.utils import determine_grade
+
+    assert determine_grade(out.cells[0]) == (0.0, 0.0)  # 0 of 0 in the gradebook
 
 
 # --- collecting submissions --------------------------------------------------------------------

@@ -26,6 +26,7 @@ import nbformat
 import numpy as np
 import pytest
 
+from autograder.core.intake import archives as archives_module
 from autograder.core.intake import collect as collect_module
 from autograder.core.intake.collect import collect, student_id
 from autograder.core.intake.markdown_safety import NOTE, clean_html, sanitize_markdown
@@ -170,7 +171,7 @@ def test_a_zip_bomb_is_refused_while_unpacking(tmp_path: Path) -> None:
 
 def test_an_archive_stops_unpacking_at_its_budget(tmp_path: Path, monkeypatch) -> None:
     """Past the archive's byte budget, members are reported, not unpacked."""
-    monkeypatch.setattr(collect_module, "MAX_ARCHIVE_BYTES", 3000)
+    monkeypatch.setattr(archives_module, "MAX_ARCHIVE_BYTES", 3000)
     archive = tmp_path / "class.zip"
     with zipfile.ZipFile(archive, "w") as bundle:
         for name in ("ann", "ben", "cat"):

@@ -254,3 +254,47 @@ def test_typing_the_same_score_is_one_action_and_every_report_follows(semester):
     assert (done["lms"]["part_8"], done["lms"]["complete"]) == ("2.5", "yes")
     assert "a2c: 8.5 / 15.0 points (final: every part graded)" in done["feedback"]
     assert "part 8 graded for 1 of 1" in semester["export2"]
+
+
+def test_nbgraders_own_buttons_keep_one_total(tmp_path):
+    """Formgrader's *Generate* (``nbgrader generate_assignment a2c --force`` in the course
+    folder) keeps every maximum at 15, the bonus as extra credit; a course whose gradebook an
+    older configuration's generate left at 17 is put right by ``export``; ``nbgrader export``
+    leaves a roster student without a submission empty, as the kit's LMS files do."""
+    from nbgrader.api import Gradebook
+
+    (tmp_path / "roster.csv").write_text(
+        "id,first_name,last_name,email\nbob,Bob,Builder,bob@uni.example\n"
+        "erin,Erin,Evans,erin@uni.example\n"
+    )
+    course, out = open_course(tmp_path / "course"), tmp_path / "out"
+    _grade(course, out, "bob", _scores(course, 2.0), "The curve rose.")
+    _formgrader_saves(course, "bob", 3.0)
+
+    def maxima() -> tuple[float, float, float]:
+        view = _formgrader_view(course, "bob")
+        with Gradebook(course.db_url) as gradebook:
+            notebook = gradebook.find_submission_notebook("a2c", ASSIGNMENT, "bob")
+            return view["max_score"], notebook.max_code_score, view["score"]
+
+    assert maxima() == (15.0, 12.0, 17.0)
+    _nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")  # formgrader's Generate
+    assert maxima() == (15.0, 12.0, 17.0)
+    nbgrader_csv = tmp_path / "nbgrader.csv"
+    _nbgrader(course, "export", "--to", str(nbgrader_csv))
+    rows = {row["student_id"]: row for row in csv.DictReader(nbgrader_csv.open())}
+    bob, erin = rows["bob"], rows["erin"]
+    assert (bob["score"], bob["max_score"], bob["part_8"]) == ("17", "15", "3")
+    assert (erin["raw_score"], erin["score"], erin["part_8"], erin["max_score"]) == ("", "", "", "15")
+    assert erin["complete"] == "no: not submitted"
+    # an older course: the bonus counted in full marks again, until the kit's export
+    with Gradebook(course.db_url) as gradebook:
+        gradebook.find_grade_cell("test_gae", "a2c", ASSIGNMENT).max_score = 2.0
+        gradebook.db.commit()
+    assert maxima()[0] == 17.0
+    done = export(course.root, out, feedback=False)
+    assert maxima() == (15.0, 12.0, 17.0) and "part 8 graded for 1 of 1" in done
+    long_rows = list(csv.DictReader((out / "lms" / "grades_long.csv").open()))
+    assert [(r["points"], r["status"]) for r in long_rows if r["student"] == "erin"] == [
+        ("", "no submission")
+    ]

@@ -94,6 +94,9 @@ def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path):
         build_zip(tmp_path / "autograder.tar")
     assert cli.main(["gradescope", "--out", str(tmp_path / "cli.zip")]) == 0
     assert zipfile.ZipFile(tmp_path / "cli.zip").namelist() == names
+    # what the instructor guide says the command prints
+    guide = (Path(cli.__file__).parent / "README.md").read_text(encoding="utf-8")
+    assert f"# autograder.zip: {len(names)} files; upload it" in guide
 
 
 def test_a_solution_notebook_run_in_place_is_left_out_of_the_bundles(tmp_path):
@@ -115,7 +118,7 @@ def test_a_solution_notebook_run_in_place_is_left_out_of_the_bundles(tmp_path):
 
 def test_the_prairielearn_bundle_holds_question_grader_and_image(tmp_path):
     out = tmp_path / "a2c_grader"
-    names = write_bundle(out, "me/a2c-grader:1")
+    names = write_bundle(out, "me/a2c-grader:1").names
     info = json.loads((out / "question" / "info.json").read_text())
     assert info["gradingMethod"] == "External" and info["singleVariant"] is True
     options = info["externalGradingOptions"]
@@ -129,10 +132,40 @@ def test_the_prairielearn_bundle_holds_question_grader_and_image(tmp_path):
     assert os.stat(out / "run_grader").st_mode & 0o111
     assert "kit/solutions/reference.py" in names and "kit/autograder/core/judging/parts/a2c.py" in names
     assert f"kit/{RELEASE_NAME}" in names
-    with pytest.raises(ValueError, match="new or empty folder"):
-        write_bundle(out, "x")
-    assert cli.main(["prairielearn", "--out", str(tmp_path / "cli")]) == 0
-    assert (tmp_path / "cli" / "run_grader").is_file()
+    other = tmp_path / "other"
+    (other / "question").mkdir(parents=True)
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="new or empty folder, or the folder of an earlier build"):
+        write_bundle(other, "me/a2c-grader:1")
+    assert (other / "notes.txt").read_text() == "mine"  # never emptied
+
+
+def test_a_rebuilt_prairielearn_bundle_keeps_its_question_uuid(tmp_path, capsys):
+    """PrairieLearn knows a question by its uuid: rebuilding into the same folder after a fix,
+    as an instructor does, must give the same question, and the placeholder image is refused."""
+    out = tmp_path / "a2c_grader"
+    image = ["--image", "me/a2c-grader:1"]
+    assert cli.main(["prairielearn", "--out", str(out), *image]) == 0
+    first = json.loads((out / "question" / "info.json").read_text())["uuid"]
+    assert f"question uuid {first} (new" in capsys.readouterr().out
+    stale = out / "kit" / "autograder" / "gone.py"  # a file the next build no longer has
+    stale.write_text("x")
+    assert cli.main(["prairielearn", "--out", str(out), *image]) == 0
+    assert json.loads((out / "question" / "info.json").read_text())["uuid"] == first
+    assert f"question uuid {first} (kept" in capsys.readouterr().out
+    assert not stale.exists() and (out / "kit" / "solutions" / "reference.py").is_file()
+    # the uuid the course's questions/a2c/info.json already has, into a new folder
+    fresh = tmp_path / "elsewhere"
+    assert cli.main(["prairielearn", "--out", str(fresh), *image, "--uuid", first]) == 0
+    assert json.loads((fresh / "question" / "info.json").read_text())["uuid"] == first
+    other = "0b7e1f0e-6f4e-4f43-9d7c-2d6f3e1b9a11"
+    assert cli.main(["prairielearn", "--out", str(out), *image, "--uuid", other]) == 2
+    assert "differs from the uuid of the question built in" in capsys.readouterr().err
+    assert json.loads((out / "question" / "info.json").read_text())["uuid"] == first
+    for wrong in ([], ["--image", "YOUR_DOCKERHUB_USER/a2c-grader:latest"]):
+        assert cli.main(["prairielearn", "--out", str(tmp_path / "placeholder"), *wrong]) == 2
+        assert "give the name of the grading image you build and push" in capsys.readouterr().err
+        assert not (tmp_path / "placeholder").exists()
 
 
 def gradescope_shows(results: dict) -> dict[str, str]:
@@ -335,7 +368,8 @@ def platforms():
         prairielearn = base / "prairielearn"
         bundle = prairielearn / "serverFilesCourse" / "a2c_grader"
         subprocess.run(
-            [sys.executable, "-m", "autograder", "prairielearn", "--out", str(bundle)],
+            [sys.executable, "-m", "autograder", "prairielearn", "--out", str(bundle),
+             "--image", "a2c-course/a2c-grader:test"],
             check=True, capture_output=True, cwd=base,
         )  # fmt: skip
         writable = base / "writable"  # where an attack could leave a marker, if it lived on

@@ -653,3 +653,97 @@ def test_tensorboard_shows_the_series_of_metrics_csv_at_the_same_steps_across_a_
         assert [step for step, _ in points] == [step for step, _ in expected], tag
         assert [value for _, value in points] == pytest.approx([v for _, v in expected]), tag
     assert len(scalars["mean_raw_score_100"]) == 5  # the fake's games end every 7 steps
+
+
+# ----- checkpoints load with weights_only=True; evaluate on what users hand it ----------------
+
+
+def _first_format(path):
+    """Rewrite the checkpoint at ``path`` as the kit's first format wrote it: numpy's generator
+    state pickled as a numpy array, numpy numbers among the finished games."""
+    payload = torch.load(path, weights_only=True)
+    payload["format"] = 1
+    payload["rng"]["numpy"] = np.random.get_state()
+    payload["extra"]["games"]["score"] = [np.float64(s) for s in payload["extra"]["games"]["score"]]
+    payload["config"] = dict(payload["config"])
+    torch.save(payload, path)
+
+
+@pytest.mark.slow
+def test_a_first_format_checkpoint_still_resumes_with_weights_only(tmp_path, capsys, fake_atari):
+    """A run stopped by Ctrl-C under the first checkpoint format (numpy objects pickled) is
+    resumed by the command the stop printed, reading the file with weights_only=True."""
+    out = tmp_path / "run"
+    fake_atari({110: signal.SIGINT})
+    assert run_cli(out, "--steps", "200") == 130
+    command = capsys.readouterr().err.split("Resume with:")[1].strip().splitlines()[0]
+    _first_format(out / "checkpoint.pt")
+    with pytest.raises(Exception, match="Weights only load failed"):
+        torch.load(out / "checkpoint.pt", weights_only=True)  # numpy's types are not torch's
+    assert load_checkpoint(out / "checkpoint.pt")["format"] == 1
+    assert main(shlex.split(command)[3:]) == 0
+    resumed = load_checkpoint(out / "checkpoint.pt")
+    assert (resumed["format"], resumed["step"]) == (2, 200)
+    torch.load(out / "checkpoint.pt", weights_only=True)  # the new file: tensors, plain data
+
+
+class _Payload:
+    """What a hostile 'checkpoint' pickles: code that runs when the file is unpickled."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.makedirs, (self.marker,))
+
+
+def test_checkpoints_run_no_code_from_the_file_and_name_a_wrong_file(tmp_path):
+    hostile = tmp_path / "checkpoint.pt"
+    marker = tmp_path / "marker"
+    torch.save({"format": 2, "model": _Payload(str(marker))}, hostile)
+    with pytest.raises(ValueError, match="could run code from the file"):
+        load_checkpoint(hostile)
+    assert not marker.exists()
+    notebook = tmp_path / "a2c.pt"
+    notebook.write_text('{"cells": [], "metadata": {}, "nbformat": 4}')
+    with pytest.raises(ValueError, match="is a JSON file, not a checkpoint"):
+        load_checkpoint(notebook)
+    (tmp_path / "noise.pt").write_bytes(b"\x00garbage" * 10)
+    with pytest.raises(ValueError, match="not a checkpoint of python -m solutions.train"):
+        load_checkpoint(tmp_path / "noise.pt")
+
+
+def test_evaluate_says_what_to_give_instead_of_a_notebook_or_a_students_network(tmp_path, capsys):
+    from course_lib.saved_agent import save_agent
+    from solutions.evaluate import main as evaluate
+
+    notebook = tmp_path / "a2c.ipynb"
+    notebook.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    with pytest.raises(SystemExit) as stopped:
+        evaluate([str(notebook), "--no-progress"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "is a notebook, not an agent" in err
+    assert f"python -m autograder grade {notebook}" in err and "a2c_agent.json" in err
+
+    class Students(torch.nn.Module):  # a student's own network: other layers than the course's
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Linear(8, 6)
+
+    from types import SimpleNamespace
+
+    from course_lib.episode_stats import EpisodeStats
+
+    runner = SimpleNamespace(  # what save_agent reads of the notebook's EnvRunner
+        episode_stats=EpisodeStats(), step_var=1000,
+        env=SimpleNamespace(single_action_space=gym.spaces.Discrete(6)),
+    )  # fmt: skip
+    saved = save_agent(
+        Students(), runner, "SpaceInvadersNoFrameskip-v4", path=tmp_path / "a2c_agent.json"
+    )
+    with pytest.raises(SystemExit) as stopped:
+        evaluate([str(saved.path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "the saved weights do not fit this network" in err
+    assert "the course's reference network only" in err
+    assert "python -m autograder grade NOTEBOOK.ipynb" in err

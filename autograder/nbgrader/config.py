@@ -28,6 +28,27 @@ c.CourseDirectory.course_id = "a2c"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
+# --- generate_assignment (the grader's, and formgrader's Generate button) ----------------------
+# nbgrader's own steps (0.9.6's defaults), with BonusAsExtraCredit right after SaveCells: SaveCells
+# stores every grade cell's points from the source, so the bonus's 2 would make full marks 17 in
+# the gradebook (formgrader, nbgrader export) until the next grade-all; the step puts the bonus
+# cell back at 0 (its points are extra credit), whichever button or command generated.
+c.GenerateAssignment.preprocessors = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearSolutions",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "autograder.nbgrader.preprocessors.save_extra_credit.BonusAsExtraCredit",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
 # --- the exchange ------------------------------------------------------------------------------
 # This course collects notebooks from a folder or an LMS zip (grade-all), never through nbgrader's
 # exchange (release, fetch and submit between the accounts of one JupyterHub). But nbgrader's

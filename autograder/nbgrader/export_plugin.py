@@ -5,7 +5,9 @@ as 0. :class:`CourseExport` (selected by the course configuration, ``ExportApp.p
 writes nbgrader's columns with ``max_score`` the full-marks figure (15: autograded points
 without the bonus + part 8), ``score`` with the bonus included, and two more columns:
 ``part_8`` (its points, or ``not graded yet``) and ``complete`` (``yes`` once part 8 is graded).
-``late_submission_penalty`` is the course's late penalty (:mod:`autograder.nbgrader.late_penalty`,
+A student of the gradebook without a submission (on the roster, never handed in) has empty
+score cells and ``complete`` ``no: not submitted``, as the kit's LMS files leave their cell
+empty: no grade, never a 0. ``late_submission_penalty`` is the course's late penalty (:mod:`autograder.nbgrader.late_penalty`,
 stored in the gradebook by the grader), ``score`` is ``raw_score`` less it, never below 0; a
 student known by id only has empty name columns (:func:`autograder.nbgrader.roster.is_placeholder`).
 
@@ -129,11 +131,12 @@ class CourseExport(ExportPlugin):
             "first_name": "" if placeholder else student.first_name or "",
             "email": student.email or "",
             "max_score": f"{points.full_marks:g}",
+            # no submission: empty cells (no grade), as in the kit's LMS files, never a 0
             "timestamp": "",
-            "raw_score": "0",
-            "late_submission_penalty": "0",
-            "score": "0",
-            "part_8": NOT_GRADED_YET,
+            "raw_score": "",
+            "late_submission_penalty": "",
+            "score": "",
+            "part_8": "",
             "complete": "no: not submitted",
         }
         try:

@@ -39,6 +39,7 @@ from autograder.nbgrader.course import (
 )
 from autograder.nbgrader.feedback_renderer import FeedbackRenderer
 from autograder.nbgrader.late_penalty import course_late_penalty, record_penalties
+from autograder.nbgrader.preprocessors.save_extra_credit import bonus_as_extra_credit
 from autograder.nbgrader.roster import course_roster
 
 __all__ = ["export"]
@@ -71,6 +72,9 @@ def export(
         raise FileNotFoundError(
             f"{out / 'grades.csv'} does not exist: give the --out folder of grade-all."
         )
+    # A course whose gradebook counts the bonus in full marks again (nbgrader's generate by a
+    # course configuration older than BonusAsExtraCredit) is put right before anything is read.
+    bonus_as_extra_credit(course.db_url, ASSIGNMENT, NOTEBOOK)
     points = course_points(nbformat.read(course.release_notebook, as_version=4))
     penalties = apply_late_penalty(rows, course_late_penalty(None, course.root), points)
     manual = next(iter(points.manual), None)

@@ -10,6 +10,10 @@ e-mails go into the gradebook (formgrader and ``nbgrader export`` show them) and
 kept in the course as ``roster.csv``, so that later runs into the course use it without the
 option.
 
+A Canvas or Moodle download is matched to the roster by the LMS's own ids and names
+(:mod:`autograder.core.intake.lms_names`): a Canvas file by its user number (``canvas_id``), a
+Moodle folder by the student's full name (``first_name`` and ``last_name``).
+
 A submission whose student is not on the roster is **flagged, never dropped**: it is graded,
 and its row in the grades CSV says ``not on the roster`` (a typo in a folder name, or a
 student who joined late).
@@ -65,14 +69,15 @@ def read_roster(path: Path) -> dict[str, RosterStudent]:
     """``{student id: RosterStudent}`` from the roster CSV at ``path``.
 
     Raises:
-        ValueError: no ``id`` column, an empty or repeated id, or more than :data:`MAX_ROWS`
-            rows (the message names the row).
+        ValueError: no ``id`` column, an empty or repeated id, a repeated ``canvas_id``, or
+            more than :data:`MAX_ROWS` rows (the message names the row).
         FileNotFoundError: ``path`` does not exist.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"--roster {path}: no such file (a CSV with an `id` column)")
     students: dict[str, RosterStudent] = {}
+    canvas_ids: dict[str, str] = {}
     with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         fields = [str(name).strip().lower() for name in reader.fieldnames or []]
@@ -91,6 +96,14 @@ def read_roster(path: Path) -> dict[str, RosterStudent]:
                 raise ValueError(f"--roster {path}, row {line}: the `id` is empty")
             if values["id"] in students:
                 raise ValueError(f"--roster {path}, row {line}: id {values['id']!r} repeated")
+            canvas = values["canvas_id"]
+            if canvas and canvas in canvas_ids:
+                raise ValueError(
+                    f"--roster {path}, row {line}: canvas_id {canvas!r} repeated (also "
+                    f"{canvas_ids[canvas]!r}): each Canvas user number names one student"
+                )
+            if canvas:
+                canvas_ids[canvas] = values["id"]
             students[values["id"]] = RosterStudent(**values)
     return students
 

@@ -13,6 +13,13 @@ the exchange wrote, never from a file the student made:
    a time zone: it is read in the deadline's time zone, else as UTC);
 3. the file's modification time on this machine (a download or a copy can change it).
 
+A file of a Canvas download is the exception: Canvas writes every member of its zip with the
+time the zip was made, so neither rule 2 nor rule 3 says when it was handed in. Its time is
+unknown, and whether it was late is what Canvas says in its name (``_LATE_``, against the
+student's own due date in Canvas, extensions included): ``submitted_from`` is ``Canvas: late``
+or ``Canvas: on time``, ``minutes_late`` is ``0`` when on time and empty when late (the
+minutes are unknown, so no late penalty of this kit applies: Canvas's own late policy can).
+
 The grades CSV's ``submitted_from`` column says which source each time came from.
 
 **The deadline** is per assignment and lives in the course: ``grade-all --deadline
@@ -37,6 +44,8 @@ from pathlib import Path
 from autograder.nbgrader.gradebook_session import gradebook_session
 
 __all__ = [
+    "CANVAS_LATE",
+    "CANVAS_ON_TIME",
     "EXCHANGE",
     "FILE_TIME",
     "ZIP_MEMBER",
@@ -52,17 +61,29 @@ __all__ = [
 _TIMESTAMP_BYTES = 200
 #: Where a submission's time came from (the grades CSV's ``submitted_from``).
 EXCHANGE, ZIP_MEMBER, FILE_TIME = "nbgrader exchange", "zip member time", "file time"
+#: A Canvas download's file: no time, Canvas's word on lateness (module docstring).
+CANVAS_LATE, CANVAS_ON_TIME = "Canvas: late", "Canvas: on time"
 
 
 @dataclass(frozen=True)
 class SubmissionTime:
-    """A submission's time (aware, UTC) and where it was read from."""
+    """A submission's time (aware, UTC; ``None`` when unknown: a Canvas download) and where it
+    was read from."""
 
-    when: datetime
-    source: str  #: :data:`EXCHANGE`, :data:`ZIP_MEMBER` or :data:`FILE_TIME`
+    when: datetime | None
+    source: str  #: :data:`EXCHANGE`, :data:`ZIP_MEMBER`, :data:`FILE_TIME` or Canvas's
 
     def iso(self) -> str:
+        if self.when is None:
+            return ""
         return self.when.astimezone(timezone.utc).replace(microsecond=0).isoformat()
+
+    def minutes_late(self, deadline: datetime | None) -> str:
+        """The grades CSV's ``minutes_late``: whole minutes after ``deadline`` (``""`` without
+        one); for a Canvas file ``0`` when Canvas says on time, ``""`` when late (unknown)."""
+        if self.when is None:
+            return "0" if self.source == CANVAS_ON_TIME else ""
+        return str(minutes_late(self.when, deadline)) if deadline is not None else ""
 
 
 def parse_deadline(text: str) -> datetime:
@@ -122,6 +143,7 @@ def submission_time(
     deadline: datetime | None = None,
     mtime: float | None = None,
     exchange: Path | None = None,
+    lms_late: bool | None = None,
 ) -> SubmissionTime:
     """The time the notebook at ``path`` was handed in (rules in the module docstring).
 
@@ -129,8 +151,11 @@ def submission_time(
     (``<archive>.zip:<member>``); ``deadline`` gives a zip's local times their time zone;
     ``mtime`` is the file's modification time as collected (read from ``path`` otherwise);
     ``exchange`` the folder nbgrader's exchange made for the submission, the only one whose
-    ``timestamp.txt`` is read.
+    ``timestamp.txt`` is read; ``lms_late`` Canvas's LATE mark of a Canvas download's file
+    (:attr:`~autograder.core.intake.collect.Submission.lms_late`), whose time is unknown.
     """
+    if lms_late is not None:
+        return SubmissionTime(None, CANVAS_LATE if lms_late else CANVAS_ON_TIME)
     path = Path(path)
     found = _nbgrader_timestamp(Path(exchange)) if exchange is not None else None
     if found is not None:
@@ -178,6 +203,8 @@ def record_times(
 
     with gradebook_session(), Gradebook(db_url) as gradebook:
         for student, stamp in times.items():
+            if stamp.when is None:  # unknown (a Canvas download): nbgrader's own time stays
+                continue
             try:
                 submission = gradebook.find_submission(assignment, student)
             except MissingEntry:

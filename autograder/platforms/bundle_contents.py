@@ -30,6 +30,7 @@ NOT_FOR_GRADING = (
     "pytest-xdist",
     "selenium",
     "stable-baselines3",
+    "copydetect",
     "ruff",
 )
 #: Where a bundle carries the release notebook (relative to the kit's root).

@@ -1,18 +1,25 @@
 """Which pairs of students wrote a part unusually alike, measured against their own class.
 
 For each part, every student's fingerprints (:mod:`autograder.similarity.fingerprints`) lose
-those of the release's own code (the stubs and every other code cell students are given) and
-those that more than :data:`COMMON_SHARE` of the class share (what everyone writes: the class's
-idiom, not evidence). Two students' **similarity** on a part is the share of the smaller
-fingerprint set found in the other (1.0: all of one is in the other). A part with fewer than
-:data:`MIN_FINGERPRINTS` left for either student is not scored for that pair (a short part
-written alike says nothing).
+those of the release's own code (the stubs and every other code cell students are given) and,
+in a class of at least :data:`MIN_CLASS`, those that more than :data:`COMMON_SHARE` of the class
+share (what everyone writes: the class's idiom, not evidence). Two students' **similarity** on a
+part is the share of the smaller fingerprint set found in the other (1.0: all of one is in the
+other). A part with fewer than :data:`MIN_FINGERPRINTS` left for either student is not scored
+for that pair (a short part written alike says nothing).
 
-The similarities of all pairs on that part make the class's distribution; a pair's **z** is its
-distance from the class's median in robust standard deviations (1.4826 times the median absolute
-deviation, at least :data:`SCALE_FLOOR`). A part is *flagged* for a pair when its similarity is at
-least :data:`MIN_SIMILARITY` and its z at least :data:`MIN_Z`: a part the whole class writes alike
-has a high median and flags nobody.
+A part is *flagged* for a pair when
+
+* it is identical or nearly so (similarity at least :data:`NEAR_IDENTICAL`), whatever the size of
+  the class: two students handing in the same code is worth a look in a section of three too;
+* or, in a class of at least :data:`MIN_CLASS`, it is unusually alike for this class: its
+  similarity is at least :data:`MIN_SIMILARITY` and its **z** at least :data:`MIN_Z`, z being the
+  distance from the class's median similarity in robust standard deviations (1.4826 times the
+  median absolute deviation, at least :data:`SCALE_FLOOR`). A part the whole class writes alike
+  has a high median and is not flagged on z.
+
+A smaller class is too small to be measured against itself: nothing is set aside as common, no
+z is computed, and only near-identical parts are flagged (:attr:`PartDistribution.measured`).
 
 The shared counts of all pairs come from one product of 0/1 matrices per part (students by the
 fingerprints that two to :data:`COMMON_SHARE` of them share), computed in column blocks of
@@ -35,8 +42,10 @@ __all__ = [
     "COMMON_SHARE",
     "MAX_FINGERPRINTS",
     "MIN_FINGERPRINTS",
+    "MIN_CLASS",
     "MIN_SIMILARITY",
     "MIN_Z",
+    "NEAR_IDENTICAL",
     "SCALE_FLOOR",
     "PairPart",
     "PartDistribution",
@@ -51,6 +60,10 @@ MAX_FINGERPRINTS = 2_000
 #: A pair whose smaller set of kept fingerprints is smaller than this is not scored on the part.
 MIN_FINGERPRINTS = 8
 MIN_SIMILARITY, MIN_Z = 0.5, 3.5
+#: A part at least this alike is flagged whatever the class (identical or nearly so).
+NEAR_IDENTICAL = 0.9
+#: A class with fewer students is not measured against itself (module docstring).
+MIN_CLASS = 10
 #: The smallest spread z is measured in (a class whose pairs all score alike has no spread).
 SCALE_FLOOR = 0.05
 #: Fingerprint columns multiplied at once.
@@ -59,24 +72,24 @@ BLOCK = 4_096
 
 @dataclass(frozen=True)
 class PairPart:
-    """One part of one pair: its similarity, z, and the fingerprints both kept."""
+    """One part of one pair: its similarity, z (``nan`` where the class was too small to be
+    measured), the fingerprints both kept, and whether it is flagged (module docstring)."""
 
     similarity: float
     z: float
     shared: frozenset[int]
-
-    @property
-    def flagged(self) -> bool:
-        return self.similarity >= MIN_SIMILARITY and self.z >= MIN_Z
+    flagged: bool = False
 
 
 @dataclass(frozen=True)
 class PartDistribution:
-    """A part's class distribution: how many pairs were scored, their median and spread."""
+    """A part's class distribution: how many pairs were scored, their median and spread, and
+    whether the class was large enough to be measured against itself (:data:`MIN_CLASS`)."""
 
     pairs: int
     median: float
     scale: float
+    measured: bool = True
 
 
 def _kept(
@@ -86,8 +99,9 @@ def _kept(
     counts: Counter = Counter()
     for found in sets:
         counts.update(found)
-    limit = max(4, COMMON_SHARE * len(sets))
-    sets = [{h for h in found if counts[h] <= limit} for found in sets]
+    if len(sets) >= MIN_CLASS:  # only a class this large says what is its common idiom
+        limit = max(4, COMMON_SHARE * len(sets))
+        sets = [{h for h in found if counts[h] <= limit} for found in sets]
     return sets, counts
 
 
@@ -127,11 +141,18 @@ class PartScores:
         if not self.scored[i, j]:
             return None
         shared = frozenset(self.kept[i] & self.kept[j])
-        return PairPart(float(self.similarity[i, j]), float(self.z[i, j]), shared)
+        similarity, z = float(self.similarity[i, j]), float(self.z[i, j])
+        return PairPart(similarity, z, shared, bool(self._hits()[i, j]))
+
+    def _hits(self) -> np.ndarray:
+        near = self.similarity >= NEAR_IDENTICAL - 1e-9
+        if self.distribution.measured:
+            near |= (self.similarity >= MIN_SIMILARITY) & (self.z >= MIN_Z)
+        return self.scored & near
 
     def flagged(self) -> list[tuple[str, str]]:
         """The pairs ``(a, b)``, ``a < b``, whose part is flagged."""
-        hits = self.scored & (self.similarity >= MIN_SIMILARITY) & (self.z >= MIN_Z)
+        hits = self._hits()
         return [
             (self.students[i], self.students[j]) for i, j in zip(*np.nonzero(hits), strict=True)
         ]
@@ -152,6 +173,7 @@ def score_part(prints: Mapping[str, Fingerprints], release: frozenset[int]) -> P
     median = float(np.median(values)) if values.size else 0.0
     spread = float(np.median(np.abs(values - median))) if values.size else 0.0
     scale = max(1.4826 * spread, SCALE_FLOOR)
-    z = (similarity - median) / scale
-    distribution = PartDistribution(int(values.size), median, scale)
+    measured = n >= MIN_CLASS
+    z = (similarity - median) / scale if measured else np.full((n, n), np.nan)
+    distribution = PartDistribution(int(values.size), median, scale, measured)
     return PartScores(students, sets, similarity, z, scored, distribution)

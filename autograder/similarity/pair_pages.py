@@ -10,14 +10,20 @@ none.
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from autograder.similarity.class_scores import PairPart, PartDistribution
+from autograder.similarity.class_scores import (
+    MIN_CLASS,
+    NEAR_IDENTICAL,
+    PairPart,
+    PartDistribution,
+)
 from autograder.similarity.fingerprints import Fingerprints
 
-__all__ = ["PairFinding", "index_page", "pair_file_name", "pair_page"]
+__all__ = ["PairFinding", "index_page", "pair_file_name", "pair_page", "z_text", "too_small_line"]
 
 _STYLE = (
     "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
@@ -41,9 +47,17 @@ class PairFinding:
         return [key for key, part in self.parts.items() if part.flagged]
 
     @property
-    def score(self) -> float:
-        """How the index ranks pairs: the sum of the flagged parts' z."""
-        return sum(self.parts[key].z for key in self.flagged)
+    def score(self) -> tuple[float, float]:
+        """How the index ranks pairs: the flagged parts' similarity, then their z (where the
+        class was measured), summed."""
+        flagged = [self.parts[key] for key in self.flagged]
+        z = sum(part.z for part in flagged if math.isfinite(part.z))
+        return sum(part.similarity for part in flagged), z
+
+
+def z_text(part: PairPart) -> str:
+    """A part's z as the report prints it (none where the class was too small to measure)."""
+    return f"z {part.z:.1f}" if math.isfinite(part.z) else "near-identical; class too small for z"
 
 
 def pair_file_name(a: str, b: str) -> str:
@@ -97,7 +111,7 @@ def pair_page(
         flag = ' <span class="flag">flagged</span>' if part.flagged else ""
         body.append(
             f"<h2>{html.escape(key)}{flag}</h2><p>similarity {part.similarity:.2f} (class median "
-            f"{spread.median:.2f}, z {part.z:.1f}, {len(part.shared)} shared fingerprint(s))</p>"
+            f"{spread.median:.2f}, {z_text(part)}, {len(part.shared)} shared fingerprint(s))</p>"
         )
         columns = []
         for student in (finding.a, finding.b):
@@ -108,6 +122,16 @@ def pair_page(
             )
         body.append('<div class="side">' + "".join(columns) + "</div>")
     return _page(f"{finding.a} and {finding.b}", "".join(body))
+
+
+def too_small_line(students: int) -> str:
+    """What the report says of a class too small to be measured against itself."""
+    return (
+        f"A class of {students} is too small to be scored against itself (fewer than "
+        f"{MIN_CLASS} submissions): no z, nothing set aside as the class's common code, and a "
+        f"part is flagged only when near-identical (similarity {NEAR_IDENTICAL:.2f} or more). "
+        "A part with one natural solution can be that alike by itself: read both."
+    )
 
 
 def index_page(
@@ -131,13 +155,18 @@ def index_page(
             else ""
         )
         + ". A flag is a reason to read both notebooks, not a finding of copying.</p>",
+        *(
+            [f"<p>{html.escape(too_small_line(students))}</p>"]
+            if not all(d.measured for d in distributions.values())
+            else []
+        ),
         "<table><tr><th>part</th><th>pairs scored</th><th>median similarity</th>"
         f"<th>spread</th></tr>{rows}</table>",
         "<h2>Pairs</h2><table><tr><th>pair</th><th>flagged parts (similarity, z)</th></tr>",
     ]
     for finding in findings:
         parts = ", ".join(
-            f"{html.escape(k)} ({finding.parts[k].similarity:.2f}, {finding.parts[k].z:.1f})"
+            f"{html.escape(k)} ({finding.parts[k].similarity:.2f}, {z_text(finding.parts[k])})"
             for k in finding.flagged
         )
         link = html.escape(f"pairs/{pair_file_name(finding.a, finding.b)}", quote=True)

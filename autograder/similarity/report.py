@@ -10,14 +10,19 @@ flagged pairs, most alike first), ``pairs/<a>--<b>.html`` (the pair's code side 
 lines marked; :mod:`autograder.similarity.pair_pages`) for the first :data:`MAX_PAGES` pairs, and
 ``similarity.csv`` (every flagged pair and part).
 
-A student's part is the code cell whose nbgrader ``grade_id`` is the part's key (the last one,
-as nbgrader keeps the last of duplicated cells). It runs on the instructor's machine; nothing in
-it reaches a student.
+A student's part is everything the part runs: the code cell whose nbgrader ``grade_id`` is the
+part's key (the last one, as nbgrader keeps the last of duplicated cells), and every cell the
+student added or changed that defines a name it uses, or redefines one of its own, following
+those cells' names in turn (``class A2C(_Mine): pass`` in the part's cell and ``class _Mine``
+in a cell above: both are compared, as the grader runs both). Names the release itself binds
+(``np``, ``torch``) are not followed. It runs on the instructor's machine; nothing in it
+reaches a student.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,8 +33,21 @@ from tqdm.auto import tqdm
 from autograder.core.intake.submission_file import UnreadableNotebook, parse_notebook, read_bytes
 from autograder.core.reports.safe_text import csv_cell
 from autograder.similarity.class_scores import PartDistribution, score_part
-from autograder.similarity.fingerprints import Fingerprints, course_names, fingerprint
-from autograder.similarity.pair_pages import PairFinding, index_page, pair_file_name, pair_page
+from autograder.similarity.fingerprints import (
+    Fingerprints,
+    Vocabulary,
+    course_vocabulary,
+    fingerprint,
+    top_level_names,
+)
+from autograder.similarity.pair_pages import (
+    PairFinding,
+    index_page,
+    pair_file_name,
+    pair_page,
+    too_small_line,
+    z_text,
+)
 from solutions.build_notebooks import RELEASE_NOTEBOOK
 from solutions.parts import PARTS
 
@@ -41,30 +59,60 @@ MAX_PAGES = 200
 REPORT_FOLDER = "similarity"
 
 
-def part_sources(nb: Mapping) -> dict[str, str]:
-    """``{part key: code}`` of a notebook's graded cells (the last cell of each key)."""
-    found = {}
-    for cell in nb.get("cells", []):
+def _text(cell: Mapping) -> str:
+    source = cell.get("source", "")
+    return source if isinstance(source, str) else "".join(map(str, source))
+
+
+def part_sources(
+    nb: Mapping, release: frozenset[str] = frozenset(), known: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """``{part key: code}`` of a notebook's graded parts, each with the cells it uses (module
+    docstring). ``release``: the release's code cells (never the student's own), ``known``: the
+    names the release binds (not followed)."""
+    cells = [cell for cell in nb.get("cells", []) if cell.get("cell_type") == "code"]
+    parts: dict[str, int] = {}
+    for at, cell in enumerate(cells):
         meta = (cell.get("metadata") or {}).get("nbgrader") or {}
         key = meta.get("grade_id") if isinstance(meta, dict) else None
-        if cell.get("cell_type") == "code" and key in PARTS:
-            source = cell.get("source", "")
-            found[key] = source if isinstance(source, str) else "".join(map(str, source))
+        if key in PARTS:
+            parts[key] = at
+    own = {
+        at: top_level_names(_text(cell))
+        for at, cell in enumerate(cells)
+        if at not in parts.values() and _text(cell).strip() not in release
+    }
+    found = {}
+    for key, at in parts.items():
+        part = top_level_names(_text(cells[at]))
+        wanted, chosen = set(part.used | part.binds) - known, set()
+        while wanted:
+            new = {i for i, top in own.items() if i not in chosen and top.binds & wanted}
+            chosen |= new
+            wanted = set().union(*(own[i].used for i in new)) - known if new else set()
+        pieces = [
+            (f"# (cell {i + 1}, used by this part)\n" if i != at else "") + _text(cells[i])
+            for i in sorted(chosen | {at})
+        ]
+        found[key] = "\n\n".join(pieces)
     return found
 
 
-def _release(path: Path) -> tuple[frozenset[str], frozenset[int]]:
-    """The names the release's code uses, and its fingerprints (left out of every part)."""
+def _release(path: Path) -> tuple[Vocabulary, frozenset[int], frozenset[str]]:
+    """The names the release's code keeps as written, its fingerprints (left out of every
+    part) and its code cells."""
     nb = nbformat.read(path, as_version=4)
     code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
-    known = course_names(code)
+    known = course_vocabulary(code)
     given: set[int] = set()
     for source in code:  # the stubs and every other cell students are given
         given.update(fingerprint(source, known).lines)
-    return known, frozenset(given)
+    return known, frozenset(given), frozenset(source.strip() for source in code)
 
 
-def _class(out: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
+def _class(
+    out: Path, release: frozenset[str] = frozenset(), known: frozenset[str] = frozenset()
+) -> tuple[dict[str, dict[str, str]], list[str]]:
     """``({student: {part: code}}, problems)`` from ``out/grades.csv``'s received files."""
     sources: dict[str, dict[str, str]] = {}
     problems = []
@@ -80,7 +128,8 @@ def _class(out: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
             problems.append(f"{row['student']}: {row['received']} is not in {kept}")
             continue
         try:
-            sources[row["student"]] = part_sources(parse_notebook(read_bytes(path), path.name))
+            notebook = parse_notebook(read_bytes(path), path.name)
+            sources[row["student"]] = part_sources(notebook, release, known)
         except (UnreadableNotebook, OSError) as error:
             problems.append(f"{row['student']}: {str(error).splitlines()[0]}")
     return sources, problems
@@ -93,8 +142,8 @@ def similarity_report(out: Path, release: Path = RELEASE_NOTEBOOK, pages: int = 
         FileNotFoundError: ``out`` holds no ``grades.csv``.
     """
     out = Path(out)
-    sources, problems = _class(out)
-    known, given = _release(Path(release))
+    known, given, release_code = _release(Path(release))
+    sources, problems = _class(out, release_code, known.names)
     prints: dict[str, dict[str, Fingerprints]] = {
         student: {key: fingerprint(code, known) for key, code in parts.items()}
         for student, parts in tqdm(
@@ -110,7 +159,7 @@ def similarity_report(out: Path, release: Path = RELEASE_NOTEBOOK, pages: int = 
     for a, b in pairs:
         parts = {key: found for key, part in scores.items() if (found := part.pair(a, b))}
         findings.append(PairFinding(a, b, parts))
-    findings.sort(key=lambda f: (-len(f.flagged), -f.score, f.a, f.b))
+    findings.sort(key=lambda f: (-len(f.flagged), -f.score[0], -f.score[1], f.a, f.b))
     folder = out / REPORT_FOLDER
     (folder / "pairs").mkdir(parents=True, exist_ok=True)
     for old in (folder / "pairs").glob("*.html"):
@@ -127,13 +176,16 @@ def similarity_report(out: Path, release: Path = RELEASE_NOTEBOOK, pages: int = 
         for finding in findings:
             for key in finding.flagged:
                 part = finding.parts[key]
-                cells = [finding.a, finding.b, key, f"{part.similarity:.3f}", f"{part.z:.1f}"]
+                z = f"{part.z:.1f}" if math.isfinite(part.z) else ""  # a class too small
+                cells = [finding.a, finding.b, key, f"{part.similarity:.3f}", z]
                 cells.append(f"{distributions[key].median:.3f}")
                 writer.writerow([csv_cell(cell) for cell in cells])
     lines = [f"{len(sources)} submission(s), {len(findings)} pair(s) with a part unusually alike"]
+    if not all(d.measured for d in distributions.values()):
+        lines.append(too_small_line(len(sources)))
     lines += [
         f"  {f.a} and {f.b}: "
-        + ", ".join(f"{k} {f.parts[k].similarity:.2f} (z {f.parts[k].z:.1f})" for k in f.flagged)
+        + ", ".join(f"{k} {f.parts[k].similarity:.2f} ({z_text(f.parts[k])})" for k in f.flagged)
         for f in findings[:20]
     ]
     if len(findings) > 20:

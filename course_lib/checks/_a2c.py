@@ -31,6 +31,7 @@ A2C_EXPECTED["loss"] = (
 #: d loss / d V_k = 0.25 * 2 (V_k - target_k) / 4; d loss / d logit_k = -(A_k / 4) (onehot(a_k) - 0.5);
 #: the entropy gradient is 0 at the uniform policy. Norm of all gradients: sqrt(0.10546875).
 _A2C_VALUE_GRAD = [-0.125, 0.0, 0.0625, -0.125]
+_A2C_LOGIT_GRAD = [[-0.125, 0.125], [0.0, 0.0], [-0.0625, 0.0625], [-0.125, 0.125]]
 _A2C_GRAD_NORM = math.sqrt(0.10546875)
 #: The same batch with value_loss_coef 0.5 and entropy_coef 0.1: the value gradient doubles
 #: (the entropy's gradient is still 0 at the uniform policy).
@@ -48,7 +49,7 @@ def _a2c_setup(
     model = TableModel([[0.0, 0.0]] * 4, _A2C_VALUES)
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)  # so that a step = -clipped gradient
     for p in model.parameters():
-        p.grad = torch.full_like(p, 5.0)  # stale gradients that zero_grad() must remove
+        p.grad = torch.full_like(p, _STALE)  # stale gradients that zero_grad() must remove
     algo = call_student(
         "A2C",
         A2C,
@@ -74,6 +75,19 @@ def _a2c_setup(
         "state": {"latest_observation": coded_obs([0, 1]), "env_steps": 2},
     }
     return algo, model, trajectory
+
+
+#: The gradient every parameter holds before ``step()`` (:func:`_a2c_setup`).
+_STALE = 5.0
+
+
+def _piled_up(moved: np.ndarray, max_grad_norm: float) -> bool:
+    """Whether the parameters ``moved`` (values, then logits; SGD with lr 1) by the stale
+    gradient plus this step's, clipped to ``max_grad_norm`` or not: ``zero_grad`` was not
+    called."""
+    piled = np.concatenate([_A2C_VALUE_GRAD, np.ravel(_A2C_LOGIT_GRAD)]) + _STALE
+    clipped = piled * min(1.0, max_grad_norm / float(np.linalg.norm(piled)))
+    return any(np.allclose(-moved, update, atol=1e-4) for update in (piled, clipped))
 
 
 def _norm_before_clipping(part: str, stats: dict[str, Any], max_grad_norm: float) -> None:
@@ -137,14 +151,17 @@ def check_a2c(
                 hints[key],
             )
     step = (model.value_table.detach() - torch.tensor(before)).numpy()  # SGD lr 1: -gradient
-    if np.allclose(step, [-g - 5.0 for g in _A2C_VALUE_GRAD], atol=1e-4):
+    logits_moved = model.logit_table.detach().numpy().ravel()  # the logits started at 0
+    if _piled_up(np.concatenate([step, logits_moved]), 10.0):
         fail(
             part,
-            "old gradients were added to the new ones: the parameters held a stale gradient of "
-            "5.0 before step(), and it is still in the update.",
+            f"old gradients were added to the new ones: the parameters held a stale gradient of "
+            f"{_STALE} before step(), and it is still in the update (clipped with the rest).",
             np.array(_A2C_VALUE_GRAD),
             -step,
-            "the gradients must be reset before each backward pass.",
+            "reset the gradients with the optimizer's zero_grad in every step, before the "
+            "backward pass: PyTorch adds each backward pass's gradient to what .grad holds, so "
+            "without it every step's gradient piles up on all the earlier ones.",
         )
     if not np.allclose(-step, _A2C_VALUE_GRAD, atol=1e-4):
         fail(

@@ -23,7 +23,14 @@ import nbformat
 from solutions.build_notebooks import RELEASE_NOTEBOOK
 from solutions.parts import PARTS
 
-__all__ = ["disguise", "everyone_alike", "notebook_of", "student_parts", "write_class"]
+__all__ = [
+    "disguise",
+    "everyone_alike",
+    "notebook_of",
+    "student_parts",
+    "write_class",
+    "write_notebooks",
+]
 
 _CALLS = [
     "sum",
@@ -101,32 +108,45 @@ def disguise(code: str, seed: int) -> str:
     return re.sub(r"\b(\d{2,3})\b", lambda m: str(int(m.group(1)) + 1), code, count=1)
 
 
-def notebook_of(parts: Mapping[str, str]) -> nbformat.NotebookNode:
-    """The release notebook with ``parts`` (key -> code) in place of each part's stub."""
+def notebook_of(
+    parts: Mapping[str, str], above: Mapping[str, str] | None = None
+) -> nbformat.NotebookNode:
+    """The release notebook with ``parts`` (key -> code: a method's body, put in place of the
+    stub's ``raise NotImplementedError()``, or a whole cell when it starts with ``class`` or
+    ``def``) and ``above`` (key -> a code cell the student added just above that part)."""
     nb = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
+    cells = []
     for cell in nb.cells:
         key = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if key in parts:
+        if above and key in above:
+            cells.append(nbformat.v4.new_code_cell(above[key]))
+        if key in parts and parts[key].startswith(("class ", "def ")):
+            cell.source = parts[key]
+        elif key in parts:
             stub = re.search(r"^( *)raise NotImplementedError\(\)", cell.source, re.M)
             indent = stub.group(1)
-            body = "\n".join(indent + line for line in parts[key].splitlines())
+            body = "\n".join(indent + line if line else line for line in parts[key].splitlines())
             cell.source = cell.source[: stub.start()] + body + cell.source[stub.end() :]
+        cells.append(cell)
+    nb.cells = cells
     return nb
 
 
-def write_class(out: Path, students: Mapping[str, Mapping[str, str]], earlier=None) -> Path:
-    """Write ``students`` (id -> part -> code) as grade-all's ``--out``; ``earlier`` (id -> part
-    -> code) adds an earlier file kept in ``received/`` that no longer counts. Returns ``out``."""
+def write_notebooks(
+    out: Path,
+    notebooks: Mapping[str, nbformat.NotebookNode],
+    earlier: Mapping[str, nbformat.NotebookNode] | None = None,
+) -> Path:
+    """Write ``notebooks`` (id -> notebook) as grade-all's ``--out``; ``earlier`` (id ->
+    notebook) adds an earlier file kept in ``received/`` that no longer counts. Returns ``out``."""
     rows = []
-    for student, parts in sorted(students.items()):
+    for student, nb in sorted(notebooks.items()):
         folder = out / "received" / student
         folder.mkdir(parents=True, exist_ok=True)
         if earlier and student in earlier:
-            nbformat.write(
-                notebook_of(earlier[student]), folder / "20260301T100000Z-000000000000.ipynb"
-            )
+            nbformat.write(earlier[student], folder / "20260301T100000Z-000000000000.ipynb")
         path = folder / "20260302T100000Z-111111111111.ipynb"
-        nbformat.write(notebook_of(parts), path)
+        nbformat.write(nb, path)
         rows.append(
             {"student": student, "status": "graded", "received": str(path.relative_to(out))}
         )
@@ -135,3 +155,11 @@ def write_class(out: Path, students: Mapping[str, Mapping[str, str]], earlier=No
         writer.writeheader()
         writer.writerows(rows)
     return out
+
+
+def write_class(out: Path, students: Mapping[str, Mapping[str, str]], earlier=None) -> Path:
+    """Write ``students`` (id -> part -> code) as grade-all's ``--out``; ``earlier`` (id -> part
+    -> code) adds an earlier file kept in ``received/`` that no longer counts. Returns ``out``."""
+    notebooks = {student: notebook_of(parts) for student, parts in students.items()}
+    before = {student: notebook_of(parts) for student, parts in (earlier or {}).items()}
+    return write_notebooks(out, notebooks, before)

@@ -11,6 +11,11 @@ Accepted layouts (mixed freely)::
     submitted/erin/a2c/a2c.ipynb             student "erin"  (an nbgrader exchange tree)
     submitted/erin/a2c/submitted/bob/a2c.ipynb  student "erin" (inside Erin's own upload)
     batch.zip                                any of the above inside the archive
+    leealice_10231_5551234_a2c.ipynb         a Canvas download's file: the roster student
+                                             whose canvas_id is 10231, else "leealice_10231"
+    Alice Lee_4321_assignsubmission_file/a2c.ipynb
+                                             a Moodle download's folder: the roster student
+                                             named Alice Lee, else "Alice_Lee_4321"
 
 **Only the layout names a student.** A notebook directly in a folder you give (or at the top
 of an archive) is named by its file name; a notebook in a sub-folder is named by the first
@@ -23,11 +28,15 @@ names the student. An archive whose top holds one folder and nothing else (``zip
 submissions/``) is read from inside that folder (so an archive of one student's folder,
 ``alice/a2c.ipynb``, names ``alice``).
 
+The file or folder name that names a student is read once more for an LMS's own names
+(:mod:`autograder.core.intake.lms_names`): a Canvas or Moodle download is matched to the
+roster by the LMS's user number or the student's full name, and each such submission says how
+(:attr:`Submission.matched`).
+
 Student ids keep letters, digits, ``.``, ``_`` and ``-`` (other characters become ``_``); a
 folder whose name keeps nothing (``---``) names ``unnamed-<digest of the name>``, never the
 whole class's stop. Archives are unpacked member by member with the bytes counted as they are
-written (:data:`MAX_NOTEBOOK_BYTES` a notebook, :data:`MAX_ARCHIVE_BYTES` and
-:data:`MAX_ARCHIVE_NOTEBOOKS` an archive): what does not fit is reported, not unpacked.
+written (:mod:`autograder.core.intake.archives`): what does not fit is reported, not unpacked.
 Two files for one student: the most recently modified one is graded and the other is reported
 as a :class:`Problem` ("duplicate", with the student's id, so the grades CSV notes it in that
 student's row). Symbolic links (files, folders, zip members) are refused: a link could point at
@@ -40,28 +49,27 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from autograder.core.intake.submission_file import MAX_NOTEBOOK_BYTES
+from autograder.core.intake.archives import LINK_REASON, extract
+from autograder.core.intake.lms_names import (
+    CANVAS,
+    AmbiguousName,
+    LmsName,
+    readings,
+    roster_student,
+)
 from solutions.parts import ASSIGNMENT
 
 __all__ = ["Problem", "Submission", "collect", "exchange_folder", "student_id"]
 
 _SKIPPED_DIRS = {".ipynb_checkpoints", "__MACOSX", "autograded", "feedback", "release", "source"}
 _GENERIC = {ASSIGNMENT, "notebook", "untitled", "submission", "assignment", ""}
-#: An archive's notebooks beyond these are reported, not unpacked (a class's notebooks with
-#: their plots and videos take a few hundred MB).
-MAX_ARCHIVE_BYTES = 2 * 1024**3
-MAX_ARCHIVE_NOTEBOOKS = 5000
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-_LINK_REASON = (
-    "a symbolic link: refused (a link can point at any file of the grading machine); "
-    "put the notebook file itself there"
-)
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,11 @@ class Submission:
     origin: str = ""
     #: the folder nbgrader's exchange made for it (:func:`exchange_folder`), in an nbgrader tree
     exchange: Path | None = None
+    #: how the student was found from an LMS's name (``Canvas user id 10231, the roster's
+    #: canvas_id``); empty where the folder or file name is the student id
+    matched: str = ""
+    #: Canvas's LATE mark (``None`` where the LMS's download says nothing of lateness)
+    lms_late: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -124,7 +137,7 @@ def student_id(
     is used when the file name is generic (``a2c.ipynb``). Returns ``""`` when no name can be
     found (the caller reports it).
     """
-    return _layout(path, root, fallback, base)[0]
+    return _lms_student(_layout(path, root, fallback, base), None)[0]
 
 
 def exchange_folder(path: Path, root: Path | None = None, base: Path | None = None) -> Path | None:
@@ -132,18 +145,34 @@ def exchange_folder(path: Path, root: Path | None = None, base: Path | None = No
     (``submitted/<student>/<assignment>``, which holds the exchange's ``timestamp.txt``), when
     the layout (as :func:`student_id` reads it) is an nbgrader tree; ``None`` otherwise. A
     folder of the student's own upload is never it, whatever it is called."""
-    return _layout(path, root, "", base)[1]
+    return _layout(path, root, "", base).exchange
 
 
-def _layout(
-    path: Path, root: Path | None, fallback: str, base: Path | None
-) -> tuple[str, Path | None]:
+@dataclass(frozen=True)
+class _Named:
+    """Who the layout names for one notebook: the student, nbgrader's exchange folder, and the
+    file or folder name that named the student outside an nbgrader tree (read again for an
+    LMS's names: :mod:`autograder.core.intake.lms_names`)."""
+
+    student: str
+    exchange: Path | None = None
+    entry: str = ""
+
+
+def _by_file(path: Path, fallback: str) -> _Named:
+    """Named by the file name, else by ``fallback`` (an archive's one folder)."""
+    if _clean(path.stem):
+        return _Named(_clean(path.stem), entry=path.name)
+    return _Named(_clean(fallback), entry=fallback)
+
+
+def _layout(path: Path, root: Path | None, fallback: str, base: Path | None) -> _Named:
     """:func:`student_id` and :func:`exchange_folder` of ``path``."""
     if root is None or not path.is_relative_to(root):
         parts = path.parts  # a file given by itself: only nbgrader's exact position counts
         if len(parts) >= 4 and parts[-4] == "submitted":
-            return _folder_student(parts[-3]), path.parent
-        return _clean(path.stem) or _clean(fallback), None
+            return _Named(_folder_student(parts[-3]), path.parent)
+        return _by_file(path, fallback)
     above = root.relative_to(base).parts if base is not None else root.parts[-3:]
     below = path.parent.relative_to(root).parts
     chain, index = above + below, -1
@@ -154,93 +183,30 @@ def _layout(
     if 0 <= index and index + 1 < len(chain):
         # submitted/<student>/<assignment>: the folder path.parent is in, that many levels up
         exchange = path.parents[len(chain) - index - 3] if index + 3 <= len(chain) else None
-        return _folder_student(chain[index + 1]), exchange
+        return _Named(_folder_student(chain[index + 1]), exchange)
     if index >= len(above):  # the root holds submitted/ and the notebook is right in it
-        return "", None
+        return _Named("")
     if below:  # the first folder below the root: the per-student folder
-        return _folder_student(below[0]), None
-    return _clean(path.stem) or _clean(fallback), None
+        return _Named(_folder_student(below[0]), entry=below[0])
+    return _by_file(path, fallback)
 
 
-def _is_link_member(member: zipfile.ZipInfo) -> bool:
-    return member.create_system == 3 and stat.S_ISLNK(member.external_attr >> 16)
-
-
-def _member_path(name: str) -> Path | None:
-    """The relative path a member is unpacked to (``..``, ``.`` and empty parts dropped, as
-    :meth:`zipfile.ZipFile.extract` does), or ``None`` when nothing is left."""
-    parts = [part for part in name.split("/") if part not in ("", ".", "..")]
-    return Path(*parts) if parts else None
-
-
-def _unpack(bundle: zipfile.ZipFile, member: zipfile.ZipInfo, out: Path, budget: int) -> int:
-    """Write ``member`` to the new file ``out``, streaming; the bytes written.
+def _lms_student(named: _Named, roster: Mapping[str, Any] | None) -> tuple[str, str, LmsName | None]:
+    """``(student, how it was matched, the LMS's name)`` of what the layout named: an LMS's
+    name is matched to the roster, else named by the LMS's number; any other name stays.
 
     Raises:
-        ValueError: it unpacks to more than ``min(budget, MAX_NOTEBOOK_BYTES)`` bytes (counted
-            while reading, whatever the archive's header says); ``out`` is removed.
+        AmbiguousName: the LMS's name fits two students of the roster.
     """
-    limit = min(budget, MAX_NOTEBOOK_BYTES)
-    written = 0
-    try:
-        with bundle.open(member) as source, open(out, "xb") as target:
-            while chunk := source.read(1 << 20):
-                written += len(chunk)
-                if written > limit:
-                    raise ValueError(f"unpacks to more than {limit / 1024**2:.0f} MB: not unpacked")
-                target.write(chunk)
-    except BaseException:
-        out.unlink(missing_ok=True)
-        raise
-    return written
-
-
-def _extract(archive: Path, dest: Path) -> tuple[Path, list[Problem]]:
-    """Unpack ``archive``'s notebooks into a new folder of ``dest``, keeping each member's date.
-
-    Members are streamed with their unpacked size counted as they are read (a header can lie):
-    one larger than :data:`MAX_NOTEBOOK_BYTES`, those past :data:`MAX_ARCHIVE_BYTES` in all or
-    past :data:`MAX_ARCHIVE_NOTEBOOKS`, symbolic links and unreadable members are not unpacked:
-    they come back as problems.
-    """
-    target = dest / f"zip-{len(list(dest.iterdir()))}-{archive.stem}"
-    target.mkdir()
-    problems = []
-    budget, count = MAX_ARCHIVE_BYTES, 0
-    with zipfile.ZipFile(archive) as bundle:
-        for member in bundle.infolist():
-            if member.is_dir() or not member.filename.endswith(".ipynb"):
-                continue
-            origin = f"{archive}:{member.filename}"
-            where = Path(member.filename)
-            relative = _member_path(member.filename)
-            if _is_link_member(member):
-                problems.append(Problem(where, _LINK_REASON, origin=origin))
-                continue
-            if relative is None:
-                continue
-            count += 1
-            if count > MAX_ARCHIVE_NOTEBOOKS or budget <= 0:
-                problems.append(
-                    Problem(
-                        where,
-                        f"not unpacked: an archive may hold {MAX_ARCHIVE_NOTEBOOKS} notebooks and "
-                        f"{MAX_ARCHIVE_BYTES / 1024**3:.0f} GB in all; split it",
-                        origin=origin,
-                    )
-                )
-                continue
-            out = target / relative
-            try:
-                out.parent.mkdir(parents=True, exist_ok=True)
-                budget -= _unpack(bundle, member, out, budget)
-            except (ValueError, OSError, zipfile.BadZipFile, EOFError) as error:
-                reason = str(error)[:200] if isinstance(error, ValueError) else repr(error)[:200]
-                problems.append(Problem(where, f"member not read: {reason}", origin=origin))
-                continue
-            stamp = datetime(*member.date_time).timestamp()
-            os.utime(out, (stamp, stamp))
-    return target, problems
+    every = readings(named.entry) if named.entry else []
+    if not every:
+        return named.student, "", None
+    matched, found = roster_student(every, roster)
+    if matched:
+        column = "canvas_id" if found.lms == CANVAS else "first_name, last_name"
+        return matched, f"{found.says()}, the roster's {column}", found
+    lacking = " (on no roster)" if not roster else " (not on the roster)"
+    return found.fallback, f"{found.says()}{lacking}", found
 
 
 def _top(folder: Path) -> Path:
@@ -267,24 +233,29 @@ def _notebooks(folder: Path) -> tuple[list[Path], list[Problem]]:
                 dirs.remove(name)
             elif (base / name).is_symlink():
                 dirs.remove(name)
-                links.append(Problem(base / name, _LINK_REASON))
+                links.append(Problem(base / name, LINK_REASON))
         for name in files:
             if not name.endswith(".ipynb"):
                 continue
             path = base / name
             if path.is_symlink():
-                links.append(Problem(path, _LINK_REASON))
+                links.append(Problem(path, LINK_REASON))
             elif path.is_file():
                 found.append(path)
     return sorted(found), links
 
 
-def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[Problem]]:
+def collect(
+    inputs: list[Path], scratch: Path, roster: Mapping[str, Any] | None = None
+) -> tuple[list[Submission], list[Problem]]:
     """The submissions found in ``inputs`` (files, folders, zips), one per student.
 
     Args:
         inputs: notebooks, folders or ``.zip`` archives.
         scratch: an existing folder where archives are unpacked.
+        roster: ``{student id: entry}`` (entries with ``canvas_id``, ``first_name`` and
+            ``last_name``): a Canvas or Moodle download's names are matched to it
+            (:mod:`autograder.core.intake.lms_names`).
     """
     found: list[tuple[Path, Path | None, str]] = []  # (notebook, root found under, fallback)
     archives: dict[Path, tuple[Path, Path]] = {}  # root -> (unpacked folder, archive)
@@ -294,7 +265,7 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
     for item in inputs:
         given = Path(item).absolute()
         if given.suffix.lower() == ".ipynb" and given.is_symlink():
-            problems.append(Problem(given, _LINK_REASON))
+            problems.append(Problem(given, LINK_REASON))
             continue
         given = given.resolve()
         if given.is_dir():
@@ -303,11 +274,11 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
             problems += links
         elif given.suffix.lower() == ".zip" and given.is_file():
             try:
-                unpacked, links = _extract(given, scratch)
+                unpacked, refused = extract(given, scratch)
             except (zipfile.BadZipFile, OSError) as error:
                 problems.append(Problem(given, f"unreadable zip archive ({error})"))
                 continue
-            problems += links
+            problems += [Problem(Path(name), why, origin=origin) for name, why, origin in refused]
             root = _top(unpacked)  # `zip -r batch.zip submissions/`: read submissions/
             archives[root] = unpacked, given
             notebooks, _ = _notebooks(root)
@@ -319,14 +290,20 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
             problems.append(
                 Problem(given, "not found, or not a .ipynb notebook, a folder or a .zip archive")
             )
-    by_student: dict[str, Submission] = {}
+    named_subs: list[tuple[Submission, LmsName | None]] = []
     for path, root, fallback in found:
         base = archives[root][0] if root in archives else None
-        student, exchange = _layout(path, root, fallback, base)
+        named = _layout(path, root, fallback, base)
+        exchange = named.exchange
         origin = str(path)
         if root in archives:
             unpacked, archive = archives[root]
             origin = f"{archive}:{path.relative_to(unpacked).as_posix()}"
+        try:
+            student, matched, lms = _lms_student(named, roster)
+        except AmbiguousName as error:
+            problems.append(Problem(path, f"not graded: {error}", origin=origin))
+            continue
         if not student:
             problems.append(
                 Problem(
@@ -339,20 +316,50 @@ def collect(inputs: list[Path], scratch: Path) -> tuple[list[Submission], list[P
             continue
         if root in archives:  # an archive's exchange folders hold no timestamp.txt here
             exchange = None
-        submission = Submission(student, path, path.stat().st_mtime, origin, exchange)
-        kept = by_student.get(student)
-        if kept is None:
-            by_student[student] = submission
-            continue
-        newer, older = (submission, kept) if submission.mtime > kept.mtime else (kept, submission)
-        by_student[student] = newer
-        problems.append(
-            Problem(
-                older.path,
-                f"duplicate for student {student!r}: graded the newer "
-                f"{newer.origin or newer.path}, not this one",
-                student=student,
-                origin=older.origin,
-            )
+        late = lms.late if lms is not None else None
+        submission = Submission(
+            student, path, path.stat().st_mtime, origin, exchange, matched, late
         )
-    return sorted(by_student.values(), key=lambda s: s.student), problems
+        named_subs.append((submission, lms))
+    return _one_per_student(named_subs, problems)
+
+
+def _one_per_student(
+    named_subs: list[tuple[Submission, LmsName | None]], problems: list[Problem]
+) -> tuple[list[Submission], list[Problem]]:
+    """One submission a student: the newest of a student's files (Canvas writes every member
+    with the zip's time: its file number tells the later upload), the others reported as
+    duplicates. Files that two of an LMS's users (two Moodle participants of one name) hand in
+    for one roster student are nobody's: each is reported, naming the others."""
+    groups: dict[str, list[tuple[Submission, LmsName | None]]] = {}
+    for submission, lms in named_subs:
+        groups.setdefault(submission.student, []).append((submission, lms))
+    chosen: list[Submission] = []
+    for student, group in groups.items():
+        users = sorted({(lms.lms, lms.user) for _, lms in group if lms is not None})
+        if len(users) > 1:
+            named = ", ".join(f"{lms} {user}" for lms, user in users)
+            for submission, _ in group:
+                problems.append(
+                    Problem(
+                        submission.path,
+                        f"not graded: files of {len(users)} different LMS users ({named}) are all "
+                        f"matched to {student!r} by name; check whose each is, and grade it as "
+                        "<student id>.ipynb",
+                        origin=submission.origin,
+                    )
+                )
+            continue
+        newer = max(group, key=lambda item: (item[0].mtime, item[1].file if item[1] else 0))[0]
+        chosen.append(newer)
+        for older in [submission for submission, _ in group if submission is not newer]:
+            problems.append(
+                Problem(
+                    older.path,
+                    f"duplicate for student {student!r}: graded the newer "
+                    f"{newer.origin or newer.path}, not this one",
+                    student=student,
+                    origin=older.origin,
+                )
+            )
+    return sorted(chosen, key=lambda s: s.student), problems

@@ -22,7 +22,12 @@ from typing import Any
 
 from solutions.parts import BONUS_PARTS
 
-__all__ = ["GradeResult", "PartScore"]
+__all__ = ["NOT_RUN", "GradeResult", "PartScore"]
+
+#: The isolation a result reports when nothing of the file ran (:attr:`GradeResult.ran`).
+NOT_RUN = "not run"
+#: Statuses of a file that never ran: not a notebook, or never handed to a sandbox.
+_NEVER_RAN = ("unreadable", "not graded")
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,13 @@ class GradeResult:
         return self.status == "graded"
 
     @property
+    def ran(self) -> bool:
+        """Whether any of the file ran: not for an ``unreadable`` file (not a notebook) nor one
+        ``not graded`` (interrupted, or lost on a cluster, before a result came back): such a
+        result reports :data:`NOT_RUN` as its isolation, never a sandbox it did not run in."""
+        return not self.status.startswith(_NEVER_RAN)
+
+    @property
     def total(self) -> float:
         """The autograded points, the hand-graded ones known so far (:attr:`hand_scores`) and
         the verified agent's (:attr:`agent_points`)."""
@@ -127,14 +139,15 @@ class GradeResult:
 
     def as_dict(self) -> dict[str, Any]:
         """``{"total", "max_total", "status", "notes", "sandboxed", "isolation", "parts",
-        "agent"}`` (the agent without its replay strip)."""
+        "agent"}`` (the agent without its replay strip; ``isolation`` :data:`NOT_RUN` for a
+        file that never ran, whose ``sandboxed`` is false)."""
         return {
             "total": self.total,
             "max_total": self.max_total,
             "status": self.status,
             "notes": "; ".join([*self.notes, *self.unfinished_notes()]),
             "sandboxed": self.sandboxed,
-            "isolation": self.isolation,
+            "isolation": self.isolation if self.ran else NOT_RUN,
             "parts": {key: part.as_dict() for key, part in self.parts.items()},
             "agent": None if self.agent is None else {
                 key: value for key, value in self.agent.items() if key != "replay_png"

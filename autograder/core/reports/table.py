@@ -21,7 +21,9 @@ def format_table(result: GradeResult, feedback: bool = True) -> str:
     piece of text that came from the submission passes through :func:`printable`.
     """
     lines = [f"student: {printable(result.student)}   status: {printable(result.status)}"]
-    if not result.sandboxed:
+    if not result.ran:
+        lines.append("not run: nothing of this file ran (in a sandbox or out of one)")
+    elif not result.sandboxed:
         lines.append("WARNING: NOT SANDBOXED: the notebook ran outside the sandbox (the notes say with whose rights)")
     mark = "" if result.graded else "*"
     label = "total" + (" so far" if result.waiting else "")

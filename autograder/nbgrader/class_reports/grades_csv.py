@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints
-from autograder.core.reports.grade_result import GradeResult
+from autograder.core.reports.grade_result import NOT_RUN, GradeResult
 from autograder.core.reports.safe_text import csv_cell, points_text
 from autograder.nbgrader.class_reports.agent_board import AGENT_COLUMNS, agent_cells
 from autograder.nbgrader.class_reports.change_lines import row_key
@@ -64,12 +64,11 @@ def points_cell(value: float) -> str:
 
 def result_row(result: GradeResult, points: CoursePoints, when: str, received: str = "") -> dict:
     """The CSV row of one grading (part 8 ``not graded yet`` until :func:`refresh_manual`)."""
-    ran = not result.status.startswith(("unreadable", "not graded"))
     row = {
         "student": result.student,
         "status": result.status,
         "max_total": points_cell(points.full_marks),
-        "sandboxed": ("yes" if result.sandboxed else "NO") if ran else "not run",
+        "sandboxed": ("yes" if result.sandboxed else "NO") if result.ran else NOT_RUN,
         "notes": "; ".join([*result.notes, *result.unfinished_notes()]),
         "file": result.source,
         "received": received,

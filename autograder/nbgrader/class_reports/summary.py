@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints
+from autograder.core.reports.grade_result import NOT_RUN
 from autograder.nbgrader.class_reports.change_lines import row_key
 from autograder.nbgrader.class_reports.grades_csv import number_in
+from autograder.nbgrader.submission_times import CANVAS_LATE
 
-__all__ = ["histogram_figure", "save_histogram", "summary_text"]
+__all__ = ["histogram_figure", "matching_lines", "save_histogram", "summary_text"]
 
 
 def summary_text(rows: Sequence[dict[str, str]], points: CoursePoints) -> str:
@@ -42,10 +44,25 @@ def summary_text(rows: Sequence[dict[str, str]], points: CoursePoints) -> str:
             f"{statistics.median(scores):>8.2f}{max(scores):>7.2f}{full:>11.0%}"
         )
     lines.append(points.explain())
-    late = [row for row in rows if (number_in(row.get("minutes_late", "")) or 0) > 0]
+    late = [
+        row
+        for row in rows
+        if row.get("sandboxed") != NOT_RUN
+        and (
+            (number_in(row.get("minutes_late", "")) or 0) > 0
+            or row.get("submitted_from") == CANVAS_LATE
+        )
+    ]
     if late:
         named = ", ".join(f"{row_key(row)} ({_lateness(row)})" for row in late)
         lines.append(f"late: {len(late)} submission(s) after the deadline: {named}")
+    waiting = [row for row in rows if row.get("status") != "graded"]
+    if waiting:
+        named = ", ".join(
+            f"{row_key(row)} ({str(row.get('status', '')).split(':')[0] or 'no status'})"
+            for row in waiting
+        )
+        lines.append(f"not graded: {len(waiting)} row(s), grades.csv says why: {named}")
     if any(number_in(row.get("late_penalty", "")) for row in graded):
         lines.append("totals are after the late penalty (grades.csv: raw_total, late_penalty)")
     if any(row.get(name) == NOT_GRADED_YET for row in graded for name in points.manual):
@@ -53,7 +70,26 @@ def summary_text(rows: Sequence[dict[str, str]], points: CoursePoints) -> str:
     return "\n".join(lines)
 
 
+def matching_lines(submissions: Sequence[Any]) -> list[str]:
+    """How this run's files were matched to students: each file an LMS named (Canvas, Moodle:
+    :attr:`~autograder.core.intake.collect.Submission.matched`), and how many a folder or file
+    name names."""
+    lms = [sub for sub in submissions if getattr(sub, "matched", "")]
+    if not lms:
+        return []
+    lines = [f"how this run's {len(submissions)} file(s) were matched to students:"]
+    for sub in sorted(lms, key=lambda sub: sub.student):
+        where = str(sub.origin or sub.path).rpartition(".zip:")[2] or str(sub.path)
+        lines.append(f"  {where} -> {sub.student}: {sub.matched}")
+    others = len(submissions) - len(lms)
+    if others:
+        lines.append(f"  {others} more named by their folder or file name (the student id)")
+    return lines
+
+
 def _lateness(row: dict[str, str]) -> str:
+    if row.get("submitted_from") == CANVAS_LATE and not row.get("minutes_late"):
+        return "late by Canvas, minutes unknown"
     penalty = number_in(row.get("late_penalty", ""))
     text = f"{row['minutes_late']} min"
     return text + (f", late penalty {row['late_penalty']}" if penalty else "")

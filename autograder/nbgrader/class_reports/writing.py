@@ -41,7 +41,7 @@ from typing import Any
 
 from autograder.core.intake.collect import Problem, Submission
 from autograder.core.reports.course_points import CoursePoints
-from autograder.core.reports.grade_result import GradeResult
+from autograder.core.reports.grade_result import NOT_RUN, GradeResult
 from autograder.nbgrader.class_reports.agent_board import leaderboard_lines
 from autograder.nbgrader.class_reports.change_lines import change_lines, row_key
 from autograder.nbgrader.class_reports.grades_csv import (
@@ -53,20 +53,30 @@ from autograder.nbgrader.class_reports.grades_csv import (
     result_row,
     write_rows,
 )
-from autograder.nbgrader.class_reports.summary import save_histogram, summary_text
+from autograder.nbgrader.class_reports.summary import (
+    matching_lines,
+    save_histogram,
+    summary_text,
+)
 from autograder.nbgrader.folders import keep_received
 from autograder.nbgrader.late_penalty import LatePenalty, course_late_penalty, record_penalties
 from autograder.nbgrader.plain_feedback import plain_feedback_page
 from autograder.nbgrader.roster import NOT_ON_ROSTER, course_roster, name_unnamed
 from autograder.nbgrader.submission_times import (
+    CANVAS_LATE,
     course_deadline,
-    minutes_late,
     record_times,
     submission_time,
 )
 from solutions.parts import ASSIGNMENT, NOTEBOOK
 
-__all__ = ["Written", "write_outputs", "write_reports"]
+__all__ = ["LATE_BY_CANVAS", "Written", "write_outputs", "write_reports"]
+
+#: The note of a row whose Canvas download says LATE (its minutes are unknown).
+LATE_BY_CANVAS = (
+    "late by Canvas (its download gives no time: minutes unknown, no late penalty of this kit; "
+    "Canvas's own late policy can apply)"
+)
 
 
 @dataclass
@@ -127,7 +137,9 @@ def write_outputs(
             received.setdefault(str(path), str(kept.relative_to(out)))
     origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}
     times = {
-        str(sub.path): submission_time(sub.path, sub.origin, deadline, sub.mtime, sub.exchange)
+        str(sub.path): submission_time(
+            sub.path, sub.origin, deadline, sub.mtime, sub.exchange, sub.lms_late
+        )
         for sub in submissions
     }
     new_rows = []
@@ -138,7 +150,11 @@ def write_outputs(
         stamp = times.get(result.source)
         if stamp is not None:
             row["submitted_at"], row["submitted_from"] = stamp.iso(), stamp.source
-            row["minutes_late"] = str(minutes_late(stamp.when, deadline)) if deadline else ""
+            # A file that never ran (not a notebook) is no submission to be late with: its
+            # time says when it came, and the student's readable file will be timed.
+            row["minutes_late"] = stamp.minutes_late(deadline) if result.ran else ""
+            if stamp.source == CANVAS_LATE and result.ran:
+                extra = [*extra, LATE_BY_CANVAS]
         if roster is not None and result.student and result.student not in roster:
             extra = [*extra, NOT_ON_ROSTER]
         row["notes"] = "; ".join(filter(None, [row["notes"], *extra]))
@@ -150,7 +166,7 @@ def write_outputs(
             {
                 "student": "",
                 "status": f"not graded: {problem.reason}",
-                "sandboxed": "not run",
+                "sandboxed": NOT_RUN,
                 "file": problem.origin or str(problem.path),
                 "graded_at": when,
             }
@@ -176,7 +192,11 @@ def write_outputs(
     columns = csv_columns(points, rows, old_columns)
     write_rows(rows, columns, out / "grades.csv")
     board = leaderboard_lines(rows)
-    summary = "\n".join([summary_text(rows, points), *([""] + board if board else [])])
+    matching = matching_lines(submissions)
+    summary = "\n".join(
+        [summary_text(rows, points), *([""] + matching if matching else []),
+         *([""] + board if board else [])]
+    )  # fmt: skip
     (out / "summary.txt").write_text(summary + "\n", encoding="utf-8")
     if board:  # the same ranking without names, for the students
         anonymous = "\n".join(leaderboard_lines(rows, anonymous=True))

@@ -4,7 +4,9 @@ nbgrader (formgrader, its gradebook, ``nbgrader export``) sums every grade cell'
 full marks, so the 2-point bonus would make them 17. :func:`bonus_as_extra_credit` gives the
 bonus cell a maximum of 0 in the gradebook, and :class:`SaveExtraCredit` records the grader's
 points for it as nbgrader's *extra credit*: counted in the student's score (15 + 2 at most),
-never in full marks (15).
+never in full marks (15). :class:`BonusAsExtraCredit` does the first in nbgrader's own
+``generate_assignment`` (formgrader's *Generate* button), right after nbgrader saved the cells
+with their points, so that no button of nbgrader's makes full marks 17.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from traitlets import Bool
 from autograder.nbgrader.gradebook_session import gradebook_session
 from solutions.parts import BONUS_PARTS
 
-__all__ = ["SaveExtraCredit", "bonus_as_extra_credit", "is_extra_credit"]
+__all__ = ["BonusAsExtraCredit", "SaveExtraCredit", "bonus_as_extra_credit", "is_extra_credit"]
 
 
 def is_extra_credit(cell: NotebookNode) -> bool:
@@ -92,4 +94,21 @@ class SaveExtraCredit(Preprocessor):
                 grade.auto_score, grade.extra_credit = 0.0, float(score)
                 grade.needs_manual_grade = False
             gradebook.db.commit()
+        return nb, resources
+
+
+class BonusAsExtraCredit(Preprocessor):
+    """In ``generate_assignment``, after nbgrader's ``SaveCells``: the bonus part's test cell is
+    worth 0 in the gradebook again (:func:`bonus_as_extra_credit`). nbgrader saves every cell's
+    points from the source notebook, so formgrader's *Generate* (``generate_assignment --force``)
+    would otherwise move every student's maximum from 15 to 17."""
+
+    enabled = Bool(True, help="nbconvert runs a preprocessor only when enabled").tag(config=True)
+
+    def preprocess(
+        self, nb: NotebookNode, resources: dict[str, Any]
+    ) -> tuple[NotebookNode, dict[str, Any]]:
+        meta = resources.get("nbgrader") or {}
+        if meta.get("db_url") and meta.get("assignment") and meta.get("notebook"):
+            bonus_as_extra_credit(meta["db_url"], meta["assignment"], meta["notebook"])
         return nb, resources

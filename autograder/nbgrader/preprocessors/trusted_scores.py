@@ -5,7 +5,8 @@ own, trusted process (:mod:`autograder.nbgrader.grader`). It then hands the note
 ``nbgrader autograde`` only to fill the gradebook, with execution switched off
 (``autograder/nbgrader/config.py``). :class:`TrustedScores` replaces the outputs of every
 autograded cell by the grader's record for that part, one stdout stream (the feedback) and one
-float result (the points), which nbgrader's ``SaveAutoGrades`` then saves. Whatever the
+float result (the points), which nbgrader's ``SaveAutoGrades`` then saves (the bonus part's
+cell, worth 0 in the gradebook, gets no result: its points are extra credit). Whatever the
 student's code printed or displayed in those cells is gone. Where the course gives the verified
 agent points, the record holds them too (:data:`AGENT_POINTS_KEY`), and they go into the
 notebook's metadata for the feedback's totals; a key of that name the student wrote is removed
@@ -70,14 +71,20 @@ class TrustedScores(Preprocessor):
                 continue
             entry = scores.get(grade_id, {"score": 0.0, "feedback": "not graded: no record"})
             score = float(entry["score"])
-            if is_extra_credit(cell):  # the bonus: 0 of 0 here, its points as extra credit
-                extra[grade_id], score = score, 0.0
             cell.outputs = [
-                new_output("stream", name="stdout", text=str(entry["feedback"]) + "\n"),
+                new_output("stream", name="stdout", text=str(entry["feedback"]) + "\n")
+            ]
+            if is_extra_credit(cell):
+                # The bonus: 0 of 0 in the gradebook (a cell without a result scores its
+                # maximum, 0, in nbgrader's SaveAutoGrades), its points saved as extra credit.
+                # No `0.0` result, which the feedback page would show under its `2 / 2 points`.
+                extra[grade_id] = score
+                continue
+            cell.outputs.append(
                 new_output(
                     "execute_result",
                     data={"text/plain": repr(score)},
                     execution_count=cell.get("execution_count"),
-                ),
-            ]
+                )
+            )
         return nb, resources

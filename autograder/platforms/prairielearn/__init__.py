@@ -1,6 +1,7 @@
 """PrairieLearn front end: an externally graded notebook question, and its grading entry point.
 
-``python -m autograder prairielearn --out DIR`` (:func:`bundle.write_bundle`) writes what a
+``python -m autograder prairielearn --out DIR --image NAME`` (:func:`bundle.write_bundle`; a
+rebuild into the same DIR keeps the question's uuid) writes what a
 PrairieLearn course repository needs, DIR being the course's ``serverFilesCourse/a2c_grader/``:
 
 * ``run_grader``: the external grader's entry point (:func:`run_grader.main`), and ``kit/``,

@@ -86,7 +86,7 @@ from autograder.core.assessor import CELL_TIMEOUT
 from autograder.core.isolation import SandboxUnavailable
 from autograder.core.reports.safe_text import printable
 from autograder.nbgrader.course import SOURCE_NOTEBOOK, NbgraderError
-from solutions.build_notebooks import RELEASE_NOTEBOOK
+from solutions.parts import RELEASE_NOTEBOOK
 
 __all__ = ["build_parser", "grade_student", "main"]
 

@@ -299,7 +299,7 @@ def test_grade_names_the_file_every_student_submits(tmp_path: Path) -> None:
     """`grade` names a file as grade-all does; the name every student submits, a2c.ipynb, after
     its folder (`Copy of a2c.ipynb` too), and a file nothing names `submission`: one file graded
     on its own is recorded nowhere, so it needs no --student."""
-    from autograder.cli import NEUTRAL_STUDENT, grade_student
+    from autograder.commands.grade import NEUTRAL_STUDENT, grade_student
 
     assert grade_student(_write(tmp_path / "carol.ipynb")) == "carol"
     assert grade_student(_write(tmp_path / "dave" / "a2c.ipynb")) == "dave"

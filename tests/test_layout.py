@@ -86,7 +86,9 @@ CORE_ROOMS = {
     "intake": {"reports"},
     "judging": {"reports"},
     "agent_play": {"isolation", "intake", "reports", "grading_job"},
-    "cluster": {"isolation", "intake", "reports", "assessor", "package_digest", "agent_play"},
+    "cluster": {
+        "isolation", "intake", "reports", "assessor", "package_digest", "agent_play", "fan_out",
+    },
 }
 
 

@@ -45,10 +45,11 @@ def run(args: argparse.Namespace) -> int:
     """Regrade the class of ``args.out``; 0 once done, 1 when the cluster failed."""
     from autograder.core.cluster.connection import ClusterError
     from autograder.core.cluster.scheduling import ClusterGrading
+    from autograder.core.fan_out import check_jobs
     from autograder.nbgrader.course import CourseTemplate
     from autograder.nbgrader.feedback_renderer import render_feedback
     from autograder.nbgrader.folders import check_course_dir
-    from autograder.nbgrader.grader import Grader, check_jobs
+    from autograder.nbgrader.grader import Grader
     from autograder.nbgrader.regrading import regrade
 
     if args.course is not None:

@@ -22,15 +22,16 @@ One submission, two steps, two trust domains:
    course, the grader's own, made once per run) (:mod:`autograder.nbgrader.preprocessors`), reads them
    back to check, and ``generate_feedback`` makes the feedback HTML from that gradebook.
 
-:func:`grade_many` grades a list of :class:`~autograder.core.intake.collect.Submission` in parallel (one
-sandbox per job, ``cores // jobs`` threads each), with a progress bar, and writes
+:func:`grade_many` grades a list of :class:`~autograder.core.intake.collect.Submission` with the
+grading core's one fan-out over a class (:mod:`autograder.core.fan_out`: one sandbox per job,
+``cores // jobs`` threads each, or tasks of a Dask cluster), recording each here, and writes
 ``grades.csv``, ``feedback/<student>.html``, ``summary.txt`` and ``scores.png``.
 
 Nothing here raises because of a submission: the returned
 :class:`~autograder.core.reports.grade_result.GradeResult` says what happened in its ``status``, and a failure
 of the grader itself on one submission is that submission's ``error`` row.
 
-Why one module: :class:`Grader`'s two steps and :func:`grade_many`'s pool share the grader's
+Why one module: :class:`Grader`'s two steps and :func:`grade_many`'s recording share the grader's
 state (the template course, the grader's own course, the feedback child); split, each half would
 reach into the other's private names.
 """
@@ -39,18 +40,17 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from autograder.core.assessor import WALL_SECONDS, Assessment, Assessor, check_timeout
+from autograder.core.fan_out import LocalGrading, grade_class
 from autograder.core.file_tree import read_tree
 from autograder.core.intake.collect import Problem, Submission, student_id
 from autograder.core.intake.submission_file import (
@@ -80,16 +80,7 @@ from autograder.nbgrader.progress_log import ProgressLog
 from autograder.nbgrader.template_cache import template_course
 from solutions.parts import ASSIGNMENT, NOTEBOOK
 
-__all__ = ["Assessment", "ClassSettings", "Grader", "check_jobs", "check_timeout", "grade_many"]
-
-
-def check_jobs(jobs: int | None) -> int:
-    """``jobs`` validated; ``None`` gives the number of CPU cores."""
-    if jobs is None:
-        return max(1, os.cpu_count() or 1)
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be an integer >= 1 (parallel gradings), got {jobs!r}.")
-    return jobs
+__all__ = ["Assessment", "ClassSettings", "Grader", "check_timeout", "grade_many"]
 
 
 @dataclass(frozen=True)
@@ -320,63 +311,6 @@ def _append(log: ProgressLog | None, result: GradeResult) -> None:
         log.write(result)
 
 
-def _outcome(future: Any, sub: Submission) -> GradeResult:
-    """The result of one local grading future; never raises (one submission, one row)."""
-    if future.cancelled():
-        return GradeResult(
-            sub.student,
-            status="not graded: interrupted (Ctrl-C) before this notebook was graded",
-            sandboxed=False,
-            source=str(sub.path),
-        )
-    try:
-        return future.result()
-    except Exception as error:  # noqa: BLE001 - one submission never stops the class
-        return GradeResult(
-            sub.student,
-            status=f"error: the grader failed on this submission ({type(error).__name__})",
-            notes=[str(error)[:500]],
-            source=str(sub.path),
-        )
-
-
-def _grade_locally(
-    grader: Grader,
-    submissions: Sequence[Submission],
-    feedback_dir: Path | None,
-    jobs: int | None,
-    progress: bool,
-    log: ProgressLog,
-) -> list[GradeResult]:
-    """``grader.grade`` on each submission in ``jobs`` threads, each once.
-
-    Ctrl-C stops it: what was graded (and what was under way) is returned, the rest as
-    ``not graded: interrupted``.
-    """
-    from tqdm.auto import tqdm
-
-    jobs = check_jobs(jobs)
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    futures = {
-        pool.submit(grader.grade, sub.path, sub.student, feedback_dir, threads, log): sub
-        for sub in submissions
-    }
-    bar = tqdm(total=len(futures), desc="grading", unit="nb", disable=not progress)
-    try:
-        for _ in as_completed(futures):
-            bar.update(1)
-    except KeyboardInterrupt:
-        # Ctrl-C: nothing new starts; the gradings under way finish and are kept.
-        bar.close()
-        print("\ninterrupted: finishing the gradings under way, then writing what was graded")
-        pool.shutdown(wait=True, cancel_futures=True)
-        return [_outcome(future, sub) for future, sub in futures.items()]
-    bar.close()
-    pool.shutdown()
-    return [_outcome(future, sub) for future, sub in futures.items()]
-
-
 def grade_many(
     grader: Grader,
     submissions: Sequence[Submission],
@@ -411,15 +345,15 @@ def grade_many(
     out.mkdir(parents=True, exist_ok=True)
     feedback_dir = out / "feedback" if feedback else None
     log = ProgressLog(out / "progress.jsonl")
-    if cluster is not None:
-        results = cluster.grade_class(
-            grader.assessor,
-            lambda assessment: grader.record(assessment, feedback_dir, log),
-            submissions,
-            progress,
+    if cluster is not None:  # assessed there, recorded here
+        engine = cluster.engine(grader.assessor)
+    else:  # each job grades and records its submission
+        engine = LocalGrading(jobs).engine(
+            lambda sub, threads: grader.grade(sub.path, sub.student, feedback_dir, threads, log)
         )
-    else:
-        results = _grade_locally(grader, submissions, feedback_dir, jobs, progress, log)
+    results = grade_class(
+        engine, lambda assessment: grader.record(assessment, feedback_dir, log), submissions, progress
+    )
     # The reports: merged by student into what `out` holds already (autograder.nbgrader.class_reports).
     from autograder.nbgrader.class_reports.writing import write_reports
 

@@ -31,15 +31,14 @@ after, the parts that moved, :func:`moved_lines`), then ``grade-all``'s change l
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from autograder.core.fan_out import LocalGrading, grade_class, unreadable
 from autograder.core.intake.collect import Submission
 from autograder.core.intake.submission_file import UnreadableNotebook, read_bytes
 from autograder.core.reports.course_points import CoursePoints
@@ -183,30 +182,29 @@ def _write_new_maximum(
 
 
 def _assess_all(grader: Any, subs: Sequence[Submission], jobs: int, cluster: Any) -> list:
-    """The assessments of ``subs`` (nothing recorded), on ``cluster`` or in ``jobs`` threads."""
-    if cluster is not None:
-        found: list = []
+    """The assessments of ``subs`` (nothing recorded; an unreadable file left out), on
+    ``cluster`` or in ``jobs`` threads: the fan-out of ``grade-all``."""
+    found: list = []
 
-        def keep(assessment: Any) -> GradeResult:
+    def keep(assessment: Any) -> GradeResult:
+        if not assessment.result.status.startswith("unreadable"):
             found.append(assessment)
-            return assessment.result
+        return assessment.result
 
-        cluster.grade_class(grader.assessor, keep, subs, True)
-        return found
-
-    def one(sub: Submission) -> Any:
+    def one(sub: Submission, threads: int) -> Any:
         try:
             data = read_bytes(sub.path)
-        except UnreadableNotebook:
-            return None
-        assessment = grader.assess(
-            data, sub.student, sub.path.name, max(1, (os.cpu_count() or 1) // jobs)
-        )
-        assessment.result.source = str(sub.path)
-        return assessment
+        except UnreadableNotebook as error:
+            return unreadable(sub, error)
+        return grader.assess(data, sub.student, sub.path.name, threads)
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return [a for a in pool.map(one, subs) if a is not None]
+    if cluster is not None:
+        engine = cluster.engine(grader.assessor)
+    else:
+        engine = LocalGrading(jobs).engine(one)
+    grade_class(engine, keep, subs)
+    order = {str(sub.path): index for index, sub in enumerate(subs)}
+    return sorted(found, key=lambda assessment: order.get(assessment.result.source, len(order)))
 
 
 def regrade(

@@ -78,14 +78,16 @@ def test_the_grading_core_knows_nothing_of_nbgrader_or_the_front_ends():
 
 
 #: The core's rooms and what each may import of the core besides itself (docs/design.md,
-#: section 2): isolation knows nothing of what it runs; judging and intake know nothing of
-#: isolation; reports know only the grade; the assessor and the cluster put them together.
+#: section 2): the course (parts, points, settings) and isolation know nothing of the rest;
+#: judging and intake know nothing of isolation; reports know only the grade and the course;
+#: the assessor and the cluster put them together.
 CORE_ROOMS = {
+    "course": set(),
     "isolation": set(),
-    "reports": set(),
+    "reports": {"course"},
     "intake": {"reports"},
     "judging": {"reports"},
-    "agent_play": {"isolation", "intake", "reports", "grading_job"},
+    "agent_play": {"isolation", "intake", "reports", "grading_job", "course"},
     "cluster": {
         "isolation", "intake", "reports", "assessor", "package_digest", "agent_play", "fan_out",
     },

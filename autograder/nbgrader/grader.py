@@ -50,6 +50,7 @@ from types import TracebackType
 from typing import Any
 
 from autograder.core.assessor import WALL_SECONDS, Assessment, Assessor, check_timeout
+from autograder.core.course.points import course_points
 from autograder.core.fan_out import LocalGrading, grade_class
 from autograder.core.file_tree import read_tree
 from autograder.core.intake.collect import Problem, Submission, student_id
@@ -60,7 +61,6 @@ from autograder.core.intake.submission_file import (
 )
 from autograder.core.isolation import DEFAULT_LIMITS, SandboxLimits, require_isolation
 from autograder.core.isolation.unsandboxed import require_unsandboxed_user
-from autograder.core.reports.course_points import course_points
 from autograder.core.reports.grade_result import GradeResult
 from autograder.nbgrader.agent_comment import record_agent_comment
 from autograder.nbgrader.course import (
@@ -300,7 +300,7 @@ def _write_feedback(course: CourseTemplate, result: GradeResult, feedback_dir: P
         parts = {name: (part.score, part.max, part.feedback) for name, part in result.parts.items()}
         page.write_text(
             plain_feedback_page(
-                result.student, result.total, result.autograded_max + result.agent_max, parts, reason
+                result.student, result.total, result.points.graded_here, parts, reason
             ),
             encoding="utf-8",
         )

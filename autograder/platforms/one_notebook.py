@@ -110,12 +110,12 @@ def grade_notebook(path: Path, student: str) -> Any:
     import nbformat
 
     from autograder.core.assessor import Assessor
+    from autograder.core.course.points import course_points
     from autograder.core.intake.submission_file import (
         UnreadableNotebook,
         agent_file_beside,
         read_bytes,
     )
-    from autograder.core.reports.course_points import course_points
     from autograder.core.reports.grade_result import GradeResult
 
     bundled = KIT_ROOT / RELEASE_NAME
@@ -144,12 +144,12 @@ def part_rows(result: Any) -> list[PartRow]:
     """The result per autograded part, in the notebook's order, then each part graded by hand
     (its points are the platform's to give). A result that is not ``graded`` scores 0 in every
     row; its feedback stays, for the student and the instructor to read."""
-    from autograder.core.judging.parts import BONUS_PARTS, PART_NAMES
+    from autograder.core.judging.parts import PART_NAMES
 
     graded = result.status == "graded"
     rows = []
     for key, part in result.parts.items():
-        bonus = key in BONUS_PARTS
+        bonus = key in result.points.bonus
         name = f"{key} ({PART_NAMES.get(key, key)})" + (" - bonus" if bonus else "")
         rows.append(
             PartRow(key, name, part.score if graded else 0.0, part.max, part.feedback, bonus)
@@ -178,7 +178,7 @@ def summary(result: Any) -> str:
         f"status: {result.status}",
         f"isolation: {result.isolation}",
         f"autograded: {points_text(result.total)} points (full marks "
-        f"{points_text(result.autograded_max + result.agent_max)}"
+        f"{points_text(result.points.graded_here)}"
         + (f", the verified agent's {points_text(result.agent_max)} included" if result.agent_max else "")
         + (f"; the bonus adds up to {points_text(bonus)})" if bonus else ")"),
     ]

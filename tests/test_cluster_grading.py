@@ -290,6 +290,49 @@ def test_the_cluster_refuses_whoever_lacks_its_certificate(cluster, tmp_path):
     assert not (tmp_path / "out" / "grades.csv").exists()
 
 
+def test_a_plain_scheduler_listening_beyond_the_loopback_is_refused_at_its_loopback(tmp_path):
+    """``dask scheduler`` started with its defaults listens on every interface: grade-all,
+    given its loopback address ``tcp://127.0.0.1:P``, asks where it really listens and refuses
+    it (exit 2, nothing graded); the same scheduler started with ``--host 127.0.0.1`` is
+    accepted by the check, and ``--insecure-cluster`` lets the instructor take the risk."""
+    from autograder.core.cluster.security import (
+        ClusterSecurityError,
+        check_listening,
+        scheduler_sockets,
+    )
+
+    _class(tmp_path / "inbox", {"zoe": "release"})
+    for host, refused in ((None, True), ("127.0.0.1", False)):
+        port = _free_port()
+        args = [str(BIN / "dask"), "scheduler", "--port", str(port), "--no-dashboard"]
+        args += ["--host", host] if host else []
+        log = (tmp_path / f"scheduler-{port}.log").open("wb")
+        scheduler = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, env=ENV, start_new_session=True
+        )
+        try:
+            address = f"tcp://127.0.0.1:{port}"
+            client = distributed.Client(address, timeout=60, set_as_default=False)
+            try:
+                hosts = client.run_on_scheduler(scheduler_sockets)
+            finally:
+                client.close()
+            if refused:
+                with pytest.raises(ClusterSecurityError, match="every interface"):
+                    check_listening(address, hosts)
+                done = _cli("out", "--scheduler", address, cwd=tmp_path, timeout=120)
+                assert done.returncode == 2, done.stderr[-2000:]
+                assert "it listens on every interface, not only on the loopback" in done.stderr
+                assert not (tmp_path / "out" / "grades.csv").exists()
+            else:
+                assert hosts == ["127.0.0.1"]
+                check_listening(address, hosts)
+        finally:
+            os.killpg(scheduler.pid, signal.SIGTERM)
+            scheduler.wait(timeout=30)
+            log.close()
+
+
 def _alone_on(client, student: str, timeout: float = 240) -> str:
     """The worker whose only task is ``student``'s grading, once it has run a moment."""
     deadline = time.monotonic() + timeout

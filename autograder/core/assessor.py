@@ -45,8 +45,9 @@ from typing import Any
 import nbformat
 
 from autograder.core.agent_play.feedback import show_in_notebook
+from autograder.core.agent_play.model_check import CHECK_PART, add_check
 from autograder.core.agent_play.settings import REPLAY_FRAMES, agent_outcome, agent_settings
-from autograder.core.agent_play.verification import verify_agent
+from autograder.core.agent_play.verification import HandedIn, handed_in, verify_agent
 from autograder.core.file_tree import tree_digest
 from autograder.core.grading_job import job_cells
 from autograder.core.intake.code_highlighting import course_languages
@@ -210,10 +211,10 @@ class Assessor:
         """What a notebook's whole run may take: one cell limit and a reserve for the rest."""
         return self.timeout + RESERVE_SECONDS * time_scale
 
-    def _run(self, nb: nbformat.NotebookNode, plan: dict[str, Any], threads: int):
+    def _run(self, cells: list[dict[str, Any]], plan: dict[str, Any], threads: int):
         budget = self.budget(plan.get("time_scale", 1.0))
         job = {
-            "cells": job_cells(nb, self._names),
+            "cells": cells,
             "steps": plan["parts"],
             "time_scale": plan.get("time_scale", 1.0),
             "cell_seconds": self.timeout,
@@ -258,7 +259,9 @@ class Assessor:
     ) -> Assessment:
         """Run and judge the submission ``data`` (the file's bytes), then, where the course's
         settings ask for it, play its saved agent (from the notebook's output, else
-        ``agent_file``: the bytes of the ``a2c_agent.json`` handed in beside it); never raises."""
+        ``agent_file``: the bytes of the ``a2c_agent.json`` handed in beside it) in the
+        grader's own network, once its make_model, checked in the same run, earns it; never
+        raises."""
         start = time.perf_counter()
         result = GradeResult(
             student, source=name, sandboxed=self.isolate, isolation=self.isolation
@@ -281,11 +284,17 @@ class Assessor:
                 return Assessment(result)
             result.notes += repair_submission(nb, self.release)
             plan = make_plan(new_seed())  # this grading's own cases, unknown in advance
+            cells = job_cells(nb, self._names)
+            agent, check = None, None
+            if self.agent.replay:  # read as plain data now, before the notebook's output goes
+                agent = handed_in(nb, agent_file=agent_file, protocol=self.agent_protocol)
+                if agent.playable:  # make_model's check rides in the parts' run
+                    check = add_check(plan, cells, agent.weights)
             # The reference's observations on these cases, computed while the sandbox runs.
             references = threading.Thread(target=self._prepare_references, args=(plan,))
             references.start()
             try:
-                ran = self._run(nb, plan, threads)
+                ran = self._run(cells, plan, threads)
             finally:
                 references.join()
             result.timings["sandbox"] = ran.seconds
@@ -294,8 +303,9 @@ class Assessor:
             with _JUDGE_LOCK:
                 self._judge(result, nb, plan, ran, channel)
             result.timings["judge"] = time.perf_counter() - judged
-            if self.agent.replay:  # before keep_submitted_outputs, which drops the bundle
-                self._play_agent(result, nb, agent_file)
+            if agent is not None:
+                records = channel.records.get(CHECK_PART) if CHECK_PART in plan["parts"] else None
+                self._play_agent(result, agent, records, check)
             result.notes += keep_submitted_outputs(nb)
             show_in_notebook(nb, result.agent)
             result.notes += safe_markdown(nb, self.release)
@@ -308,19 +318,26 @@ class Assessor:
         finally:
             result.seconds = time.perf_counter() - start
 
-    def _play_agent(self, result: GradeResult, nb: Any, agent_file: bytes | None) -> None:
-        """The verified score of the submission's agent into ``result.agent``; what went wrong
-        (no agent, a hang, a crash, a claim far above the games) in its notes."""
-        played, cpu = time.perf_counter(), time.thread_time()  # the driver runs in this thread
+    def _play_agent(
+        self,
+        result: GradeResult,
+        agent: HandedIn,
+        check: dict[str, Any] | None,
+        case: dict[str, Any] | None,
+    ) -> None:
+        """The verified score of the submission's agent into ``result.agent``: played here, in
+        the grader's own network, when make_model's ``check`` (its records from the parts' run)
+        passed; what went wrong (no agent, a refused one, a make_model that computes another
+        network, a claim far above the games) in its notes."""
+        played = time.perf_counter()
         report = verify_agent(
-            nb, self._bin, self.lib, protocol=self.agent_protocol, agent_file=agent_file,
-            isolate=self.isolate, replay_steps=REPLAY_FRAMES,
-        )  # fmt: skip
+            agent, check, case, self.agent_protocol, replay_steps=REPLAY_FRAMES
+        )
         result.agent = agent_outcome(report, self.agent)
         result.timings["agent"] = time.perf_counter() - played
-        # What it cost: the grader's driver, and the agent's process as it reported it (a
-        # figure for docs/benchmarks.md, never part of a grade).
-        result.agent["cpu_seconds"] = round(time.thread_time() - cpu + report.sandbox_cpu, 2)
+        # What it cost: this thread's CPU while it played (a figure for docs/benchmarks.md,
+        # never part of a grade).
+        result.agent["cpu_seconds"] = round(report.cpu_seconds, 2)
         if report.note:
             note = self._redactor.redact(report.note, None)
             result.agent["note"] = note

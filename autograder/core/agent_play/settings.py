@@ -47,6 +47,8 @@ def agent_outcome(report: AgentReport, settings: AgentSettings) -> dict[str, Any
         "flag": report.claim_flag if report.verified else "",
         "cpu_capped": report.cpu_capped,
     }
+    if report.verified:  # drawn after the parts' run, never shown to it: to replay a game
+        outcome["seeds"] = list(report.seeds)
     if settings.scored:  # no verified score earns 0 of them: the totals count them either way
         verified = report.verified
         outcome["points"] = settings.points_for(verified["score"]) if verified else 0.0

@@ -253,6 +253,35 @@ def test_regrade_on_the_cluster_records_only_who_moved(cluster, tmp_path):
     assert "full marks 15 -> 17 in every row" in done.stdout
 
 
+@pytest.mark.rom
+def test_regrade_on_the_cluster_keeps_the_agents_file_and_verified_score(cluster, tmp_path):
+    """A course that gives the agent points, graded on the workers: alice's agent came as
+    a2c_agent.json beside her notebook, bob's in its output. ``regrade --scheduler`` with
+    nothing changed moves nobody: the workers get alice's agent from the copy kept beside her
+    received notebook (without it she would lose her agent points) and both students' recorded
+    verified scores (a new draw would move their agent points)."""
+    from tests.test_regrading import _source_with_agent_points, agent_class
+
+    agent_class(tmp_path / "inbox")
+    source = _source_with_agent_points(tmp_path)
+    cert = ("--scheduler", cluster.address, "--certificates", str(cluster.certificates))
+    no_bwrap = {**ENV, "PATH": str(BIN)}
+    first = _cli("out", "--no-feedback", "--source", str(source), *cert, cwd=tmp_path,
+                 env=no_bwrap)  # fmt: skip
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = {row["student"]: row for row in _rows(tmp_path / "out")}
+    assert all(float(row["agent_points"]) > 0 for row in before.values()), before
+    argv = [sys.executable, "-m", "autograder", "regrade", "out", "--source", str(source)]
+    done = subprocess.run(
+        [*argv, "--no-feedback", *cert], cwd=tmp_path, capture_output=True, text=True,
+        timeout=400, env=no_bwrap,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "0 of 2 student(s) changed" in done.stdout, done.stdout
+    after = {row["student"]: row for row in _rows(tmp_path / "out")}
+    assert after == before
+
+
 def test_the_cluster_refuses_whoever_lacks_its_certificate(cluster, tmp_path):
     """A TLS client that trusts the cluster but has no certificate of its own, one with
     another certificate and a plain TCP client are refused at the TLS scheduler; grade-all

@@ -37,7 +37,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -256,12 +256,15 @@ class Assessor:
         name: str = "a2c.ipynb",
         threads: int = 1,
         agent_file: bytes | None = None,
+        memory: Mapping[str, Any] | None = None,
     ) -> Assessment:
         """Run and judge the submission ``data`` (the file's bytes), then, where the course's
         settings ask for it, play its saved agent (from the notebook's output, else
         ``agent_file``: the bytes of the ``a2c_agent.json`` handed in beside it) in the
         grader's own network, once its make_model, checked in the same run, earns it; never
-        raises."""
+        raises. ``memory``: what the class already holds of this student's agent,
+        ``{"key": hex, "previous": outcome}`` (plain data: the class's key for the weights'
+        fingerprint, the outcome recorded at an earlier grading, kept for the same weights)."""
         start = time.perf_counter()
         result = GradeResult(
             student, source=name, sandboxed=self.isolate, isolation=self.isolation
@@ -305,7 +308,7 @@ class Assessor:
             result.timings["judge"] = time.perf_counter() - judged
             if agent is not None:
                 records = channel.records.get(CHECK_PART) if CHECK_PART in plan["parts"] else None
-                self._play_agent(result, agent, records, check)
+                self._play_agent(result, agent, records, check, memory or {})
             result.notes += keep_submitted_outputs(nb)
             show_in_notebook(nb, result.agent)
             result.notes += safe_markdown(nb, self.release)
@@ -324,15 +327,18 @@ class Assessor:
         agent: HandedIn,
         check: dict[str, Any] | None,
         case: dict[str, Any] | None,
+        memory: Mapping[str, Any],
     ) -> None:
         """The verified score of the submission's agent into ``result.agent``: played here, in
         the grader's own network, when make_model's ``check`` (its records from the parts' run)
         passed; what went wrong (no agent, a refused one, a make_model that computes another
         network, a claim far above the games) in its notes."""
         played = time.perf_counter()
+        key = bytes.fromhex(str(memory.get("key") or ""))
         report = verify_agent(
-            agent, check, case, self.agent_protocol, replay_steps=REPLAY_FRAMES
-        )
+            agent, check, case, self.agent_protocol, replay_steps=REPLAY_FRAMES, key=key,
+            previous=memory.get("previous"),
+        )  # fmt: skip
         result.agent = agent_outcome(report, self.agent)
         result.timings["agent"] = time.perf_counter() - played
         # What it cost: this thread's CPU while it played (a figure for docs/benchmarks.md,

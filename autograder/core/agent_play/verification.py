@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from autograder.core.agent_play.fingerprint import weights_fingerprint
 from autograder.core.agent_play.model_check import judge_check
 from autograder.core.intake.submission_file import read_bytes
 from autograder.core.judging.parts.model import nature_dqn
@@ -111,6 +112,10 @@ class AgentReport:
         claim_flag: the notebook's own evaluation is above the verified score beyond noise
             (:func:`claim_gap`).
         layout: which tensor of the bundle was which layer of the course's network.
+        fingerprint: the weights' fingerprint with the class's key, to find copies
+            (:mod:`.fingerprint`), or None.
+        kept: the verified score is the one recorded for the same weights and protocol at an
+            earlier grading (no new draw).
     """
 
     verified: dict[str, Any] | None = None
@@ -125,6 +130,9 @@ class AgentReport:
     cpu_capped: str = ""
     claim_flag: str = ""
     layout: str = ""
+    fingerprint: dict[str, Any] | None = None
+    kept: bool = False
+    kept_replay_png: str = ""
 
 
 @dataclass
@@ -323,6 +331,18 @@ def play_agent(
     return played
 
 
+def _kept(
+    previous: Mapping[str, Any] | None, digest: str, protocol: EvaluationProtocol
+) -> Mapping[str, Any] | None:
+    """``previous`` when it holds a verified score of the weights ``digest`` on ``protocol``."""
+    if not isinstance(previous, Mapping) or previous.get("digest") != digest:
+        return None
+    verified = previous.get("verified")
+    if not isinstance(verified, Mapping) or verified.get("protocol") != protocol.to_dict():
+        return None
+    return previous
+
+
 def verify_agent(
     agent: HandedIn,
     check: Mapping[str, Any] | None,
@@ -331,10 +351,16 @@ def verify_agent(
     limits: AgentLimits = DEFAULT_AGENT_LIMITS,
     replay_steps: int = 0,
     seeds: list[int] | None = None,
+    key: bytes | None = None,
+    previous: Mapping[str, Any] | None = None,
 ) -> AgentReport:
     """The :class:`AgentReport` of a handed-in agent: ``check`` is the make_model check's
     records from the parts' run (:mod:`.model_check`; None: it was not run) and ``case`` its
-    case; when it passed, the agent is played (:func:`play_agent`). Never raises."""
+    case; when it passed, the agent is played (:func:`play_agent`), unless ``previous`` (the
+    outcome recorded for this student at an earlier grading) holds a verified score of the same
+    weights on the same protocol, which is kept: a student's unchanged agent keeps its score,
+    whatever else is graded again, and no resubmission draws it anew. With the class's ``key``,
+    the weights' fingerprint is kept to find copies (:mod:`.fingerprint`). Never raises."""
     start = time.monotonic()
     report = AgentReport(note=agent.note)
     try:
@@ -345,6 +371,9 @@ def verify_agent(
         if not agent.playable:
             return report
         assert agent.weights is not None  # playable
+        tensors = agent.weights.tensors
+        if key:
+            report.fingerprint = weights_fingerprint(agent.layouts[0].layers(tensors), key)
         if check is None or case is None:
             report.note = "make_model was not checked with the saved weights"
             return report
@@ -353,6 +382,14 @@ def verify_agent(
             report.note = why
             return report
         report.layout = layout.describe()
+        earlier = _kept(previous, agent.weights.digest, protocol)
+        if earlier is not None:
+            report.verified, report.kept = earlier["verified"], True
+            report.seeds = list(earlier.get("seeds") or [])
+            report.kept_replay_png = str(earlier.get("replay_png") or "")
+            report.claim_flag = claim_gap(report.verified, agent.weights.evaluation)
+            report.note = report.claim_flag
+            return report
         played = play_agent(
             layout.layers(agent.weights.tensors), protocol, limits, replay_steps, seeds
         )

@@ -127,7 +127,7 @@ class GradeResult:
 
     def as_dict(self) -> dict[str, Any]:
         """``{"total", "max_total", "status", "notes", "sandboxed", "isolation", "parts",
-        "agent"}`` (the agent without its replay strip)."""
+        "agent"}`` (the agent without its replay strip and fingerprint)."""
         return {
             "total": self.total,
             "max_total": self.max_total,
@@ -137,7 +137,8 @@ class GradeResult:
             "isolation": self.isolation,
             "parts": {key: part.as_dict() for key, part in self.parts.items()},
             "agent": None if self.agent is None else {
-                key: value for key, value in self.agent.items() if key != "replay_png"
+                key: value for key, value in self.agent.items()
+                if key not in ("replay_png", "fingerprint")
             },
         }  # fmt: skip
 

@@ -316,6 +316,22 @@ def test_attacks_on_time_cost_one_budget_and_say_why(tmp_path, monkeypatch, atta
     assert _survivors() == []
 
 
+def test_a_recursion_frame_sent_to_the_runner_stops_nothing(tmp_path):
+    """A reference notebook whose model cell writes 4 KB of nested JSON to the runner (the
+    corpus's ``recursion_frame``): the runner reads past it, every part is graded in full and
+    no process is left. Run as root and as a plain user (the class tests are, see the report)."""
+    from autograder.nbgrader.grader import Grader
+    from tests.submissions.hostile import ATTACKS
+
+    path = tmp_path / "deep.ipynb"
+    nbformat.write(course_submission(append={"model": ATTACKS["recursion_frame"]}), path)
+    with Grader(ROOT / "solutions" / "a2c.ipynb", timeout=60) as grader:
+        result = grader.grade(path, "deep")
+    assert result.status == "graded", (result.status, result.notes)
+    assert {key: part.score for key, part in result.parts.items()} == FULL, result.notes
+    assert _survivors() == []
+
+
 def test_an_honest_hanging_cell_costs_only_its_time(tmp_path, monkeypatch):
     """A reference notebook whose model cell ends in an endless loop (it answers SIGINT) is
     interrupted at the cell limit, and every part is still graded in full: the budget's

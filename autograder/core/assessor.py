@@ -31,6 +31,7 @@ because of a submission: its :class:`~autograder.core.reports.grade_result.Grade
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import shutil
@@ -91,6 +92,8 @@ RESERVE_SECONDS = 60.0
 #: The sandbox's wall clock: the runner's budget plus this, for start-up and kills.
 WALL_MARGIN = 60.0
 WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times its CPU limit
+#: What a run's start takes (the sandbox, Python, IPython and torch imported), for its CPU cap.
+START_SECONDS = 30.0
 _GRADER_DIR = "/grader"
 #: Judging draws on torch's global random state (fixtures are built from seeds), so parallel
 #: gradings judge one at a time.
@@ -239,15 +242,26 @@ class Assessor:
             f"{_GRADER_DIR}/bin/executor.py",
         ]
         readonly = {f"{_GRADER_DIR}/bin": self._bin, f"{_GRADER_DIR}/lib": self.lib}
+        limits = self.limits
+        if limits.cpu_seconds is None:  # every process it starts counted (isolation.cpu_meter)
+            limits = dataclasses.replace(limits, cpu_seconds=self.cpu_cap(budget, threads))
         return run_isolated(
             argv,
             readonly,
             env,
             records.dumps(job).encode(),
             min(self.wall_seconds, budget + WALL_MARGIN),
-            limits=self.limits,
+            limits=limits,
             isolate=self.isolate,
         )
+
+    @staticmethod
+    def cpu_cap(budget: float, threads: int) -> float:
+        """The CPU a notebook's whole run may use, every process it starts counted: its
+        ``threads`` busy for its budget and its start. An honest run cannot reach it (one thread
+        is busy at most for the wall clock); cells that fork processes burning the CPU are
+        stopped there, not at the wall clock, which counts no process."""
+        return (budget + START_SECONDS) * max(1, threads)
 
     def assess(
         self,

@@ -41,6 +41,8 @@ class                 what the notebook does
                       cell hang when it is replayed after a kill
 ``flood_envelope``    reaches the executor's reply pipe through the call stack and sends lines of
                       millions of nested lists where a record's text belongs
+``recursion_frame``   writes lines of 4 KB of nested JSON (a ``RecursionError``, not a
+                      ``ValueError``, for ``json.loads``) to the runner that supervises it
 ``leave_ipc``         leaves a 64 MiB System V shared memory segment (mode 0666), a message
                       queue and a semaphore set (key ``0x0a2c0033``) for the next run
 ``reach_scheduler``   reads a Dask scheduler's address from ``/proc`` and the environment,
@@ -532,6 +534,17 @@ def make_model(n_actions):
             replies.write(b'{"key": "flood", "record": %s, "seq": %d}\n' % (nested, seq))
         replies.flush()
     raise NotImplementedError()
+""",
+    "recursion_frame": r"""
+# 4 KB of nested JSON, a RecursionError for json.loads, sent to the process that supervises this
+# one as a reply line (the executor's reply pipe is its first argument), as a request line
+# would be, then a reply of its own with the request's number.
+import os, sys
+_fd = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else None
+if _fd is not None:
+    _deep = b"[" * 4096 + b"]" * 4096
+    os.write(_fd, _deep + b"\n")
+    os.write(_fd, b'{"seq": 1, "key": ' + _deep + b', "record": ' + _deep + b"}\n")
 """,
     "leave_ipc": r"""
 # Leave System V IPC behind for the next run (another user id): a 64 MiB shared memory segment

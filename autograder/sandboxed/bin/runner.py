@@ -110,7 +110,7 @@ class Executor:
                 return line
             try:
                 reply = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # 4 KB of "[" is a RecursionError, not JSON
                 continue
             if isinstance(reply, dict) and reply.get("seq") == self.seq:
                 return reply

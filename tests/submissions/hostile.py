@@ -47,6 +47,8 @@ class                 what the notebook does
                       queue and a semaphore set (key ``0x0a2c0033``) for the next run
 ``reach_scheduler``   reads a Dask scheduler's address from ``/proc`` and the environment,
                       connects, and patches every worker's judging through ``Client.run``
+``every_cell_to_its_limit`` (:data:`COSTLY`) makes every later cell run to its time limit with
+                      SIGINT ignored (killed), and return at once when it is replayed
 ``kill_runner``       (:data:`COSTLY`) kills and stops the supervising runner, by its parent's pid,
                       by name, ``kill(-1)`` and ``kill(0)``
 ====================  ==========================================================================
@@ -623,6 +625,24 @@ def _later(*args, **kwargs):
         _hang()
 get_ipython().events.register("post_run_cell", _later)
 ''',
+    "every_cell_to_its_limit": r'''
+# Every later cell runs to its time limit with SIGINT ignored, so it is killed; replayed after
+# the kill (the run's own folder remembers it ran), it returns at once: every kill replays the
+# notebook, and the next cell hangs again.
+import hashlib, os, signal, tempfile, time
+from IPython import get_ipython
+_seen = os.path.join(tempfile.gettempdir(), ".{token}-cells")
+os.makedirs(_seen, exist_ok=True)
+def _to_the_limit(info):
+    mark = os.path.join(_seen, hashlib.sha256(info.raw_cell.encode()).hexdigest())
+    if os.path.exists(mark):
+        return  # a replay: fast
+    open(mark, "w").close()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        time.sleep(0.1)
+get_ipython().events.register("pre_run_cell", _to_the_limit)
+''',
     "kill_runner": r'''
 # Kill or stop the process that supervises this one, by every way it could be reached.
 import os, signal
@@ -670,10 +690,25 @@ def _lexer_metadata(nb: NotebookNode) -> None:
             cell.metadata["magics_language"] = "mcschema"
 
 
+def _evicted_markdown(nb: NotebookNode) -> None:
+    """Three answers with an ``ipython3`` fence of 19,000 dots (IPython's lexer is quadratic
+    on them: seconds each), then 520 short cells: once past a 512-entry cache of renderings,
+    nbgrader's own pass under the gradebook's lock rendered the slow ones again."""
+    for number in range(3):
+        nb.cells.append(nbformat.v4.new_markdown_cell(f"Answer {number}:\n\n```ipython3\n{'.' * 19_000}\n```"))
+    for number in range(520):
+        nb.cells.append(nbformat.v4.new_markdown_cell(f"note {number}"))
+
+
 #: Attacks made of the notebook itself, on what the trusted side does with it (rendering):
 #: ``lexer_fence`` and ``lexer_metadata`` name a pygments lexer that never returns, which the
-#: feedback, nbgrader and formgrader would run in the grader's own process.
-NOTEBOOK_ATTACKS = {"lexer_fence": _lexer_fence, "lexer_metadata": _lexer_metadata}
+#: feedback, nbgrader and formgrader would run in the grader's own process; ``evicted_markdown``
+#: makes the course's own lexer slow and the grader render it again under the gradebook's lock.
+NOTEBOOK_ATTACKS = {
+    "lexer_fence": _lexer_fence,
+    "lexer_metadata": _lexer_metadata,
+    "evicted_markdown": _evicted_markdown,
+}
 
 #: Code a student puts into a graded part for the instructor's similarity report
 #: (:mod:`autograder.similarity`), which shows the matching parts of a pair side by side in HTML

@@ -54,6 +54,7 @@ from autograder.core.assessor import Assessment, Assessor
 from autograder.core.cluster.connection import connect
 from autograder.core.cluster.worker import assess_task, assessor_settings
 from autograder.core.intake.collect import Submission
+from autograder.core.intake.student_markdown import mark_markdown_here
 from autograder.core.intake.submission_file import (
     UnreadableNotebook,
     agent_file_for,
@@ -123,6 +124,8 @@ class _ClassOnCluster:
         if future.status == "finished":
             assessment = Assessment.from_plain(future.result())
             assessment.result.source = str(sub.path)
+            if assessment.notebook:  # the worker's marks are not this process's: marked here
+                assessment.notebook = mark_markdown_here(assessment.notebook)
             return assessment
         if future.status == "cancelled":
             self.stopped = "grading stopped: the cluster cancelled the tasks (scheduler restarted?)"

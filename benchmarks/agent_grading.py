@@ -48,7 +48,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import nbformat  # noqa: E402
 import torch  # noqa: E402
 
-from autograder.core.agent_play.verification import handed_in, play_agent  # noqa: E402
+from autograder.core.agent_play.handed_in import handed_in  # noqa: E402
+from autograder.core.agent_play.verification import play_agent  # noqa: E402
 from autograder.sandboxed.grading_runtime.probes.saved_agent import (  # noqa: E402
     saved_agent_outputs,
 )

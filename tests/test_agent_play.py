@@ -26,12 +26,11 @@ import pytest
 import torch
 import torch.nn as nn
 
+from autograder.core.agent_play.handed_in import find_agent, handed_in
 from autograder.core.agent_play.model_check import CHECK_FRAMES, judge_check
 from autograder.core.agent_play.verification import (
     AgentLimits,
     claim_gap,
-    find_agent,
-    handed_in,
     play_agent,
     verify_agent,
 )

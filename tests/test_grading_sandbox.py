@@ -13,6 +13,7 @@ at a time, each followed by an honest submission that must get its exact grade.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import os
@@ -313,6 +314,28 @@ def test_attacks_on_time_cost_one_budget_and_say_why(tmp_path, monkeypatch, atta
         assert not stopped and {f"probe:{part}" for part in FULL} <= set(result.timings)
     else:
         assert stopped, result.notes
+    assert _survivors() == []
+
+
+def test_cells_that_fork_cpu_burners_are_stopped_at_the_runs_cpu_cap(tmp_path):
+    """The corpus's ``fork_burners`` in a reference notebook's model cell, graded with a run
+    CPU cap of 20 s: the four spinning processes (out of the executor's process group) count
+    against it, the run is stopped there, long before its cell limit and budget, the result says
+    why and is no grade, and nothing is left running. As root the run's cgroup (cpuacct on
+    cgroup v1) counts them; as a plain user, its process tree (the class tests run both ways)."""
+    from autograder.core.isolation import DEFAULT_LIMITS
+    from autograder.nbgrader.grader import Grader
+    from tests.submissions.hostile import FORK_BURNERS
+
+    path = tmp_path / "burn.ipynb"
+    nbformat.write(course_submission(append={"model": FORK_BURNERS}), path)
+    limits = dataclasses.replace(DEFAULT_LIMITS, cpu_seconds=20.0)
+    with Grader(ROOT / "solutions" / "a2c.ipynb", timeout=100, limits=limits) as grader:
+        result = grader.grade(path, "burn")
+    assert result.status.startswith("timeout: the notebook's processes used up the CPU"), (
+        result.status, result.notes,
+    )  # fmt: skip
+    assert result.timings["sandbox"] < 90, result.timings
     assert _survivors() == []
 
 

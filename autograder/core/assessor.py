@@ -24,7 +24,12 @@ What :meth:`Assessor.assess` does, in the grader's own trusted process, with a s
    could change is sanitised (:mod:`autograder.core.intake.student_markdown`).
 
 The result (:class:`Assessment`) is plain data, so the step runs on a cluster's worker as well
-as here. Nothing here knows nbgrader: the front ends (``grade``/``grade-all`` with nbgrader's
+as here.
+
+Why one module: the steps above share one assessor's state (the release and its points, the
+snapshot the sandbox is shown, the redactor of host paths, the agent's settings and protocol,
+the lock the judging takes) and one submission's (its plan, its job's cells, the agent's check
+riding in the run), in that order; split, each step would reach into the others' names. Nothing here knows nbgrader: the front ends (``grade``/``grade-all`` with nbgrader's
 gradebook, Gradescope, PrairieLearn) record or report what comes back. Nothing here raises
 because of a submission: its :class:`~autograder.core.reports.grade_result.GradeResult` says what happened.
 """
@@ -46,9 +51,10 @@ from typing import Any
 import nbformat
 
 from autograder.core.agent_play.feedback import show_in_notebook
+from autograder.core.agent_play.handed_in import HandedIn, handed_in
 from autograder.core.agent_play.model_check import CHECK_PART, add_check
 from autograder.core.agent_play.settings import REPLAY_FRAMES, agent_outcome, agent_settings
-from autograder.core.agent_play.verification import HandedIn, handed_in, verify_agent
+from autograder.core.agent_play.verification import verify_agent
 from autograder.core.file_tree import tree_digest
 from autograder.core.grading_job import job_cells
 from autograder.core.intake.code_highlighting import course_languages

@@ -49,6 +49,8 @@ class                 what the notebook does
                       connects, and patches every worker's judging through ``Client.run``
 ``every_cell_to_its_limit`` (:data:`COSTLY`) makes every later cell run to its time limit with
                       SIGINT ignored (killed), and return at once when it is replayed
+``fork_burners``      (:data:`FORK_BURNERS`) forks four processes that spin on the CPU, each in a
+                      session of its own, then waits: the wall clock counts none of them
 ``kill_runner``       (:data:`COSTLY`) kills and stops the supervising runner, by its parent's pid,
                       by name, ``kill(-1)`` and ``kill(0)``
 ====================  ==========================================================================
@@ -666,6 +668,19 @@ except OSError as error:
 os.kill(0, signal.SIGKILL)
 ''',
 }
+
+
+#: Forks four processes that spin on the CPU, each in a session of its own (out of the
+#: executor's process group), then waits: the run's CPU cap, every process counted, stops it.
+FORK_BURNERS = r'''
+import os, time
+for _ in range(4):
+    if os.fork() == 0:
+        os.setsid()
+        while True:
+            pass
+time.sleep(3600)
+'''
 
 
 #: Lexers a student can name that never return on ``<!--`` (mcschema) or that a fuzz of every

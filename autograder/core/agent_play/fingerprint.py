@@ -65,13 +65,14 @@ def weights_fingerprint(
 ) -> dict[str, Any]:
     """The fingerprint (plain data) of the course's network ``layers`` (``(weight, bias)`` of
     conv1..3, the hidden layer, the policy and the value heads), with the class's ``key``."""
-    kept = []
+    layers_kept = []
     for index, (weight, _) in enumerate(layers):
         flat = np.asarray(weight, dtype=np.float64).ravel()
         size = float(np.median(np.abs(flat))) or 1.0
-        values = (flat[_places(key, index, flat.size)] / size).astype(np.float16)
-        kept.append(base64.b64encode(values.tobytes()).decode("ascii"))
-    return {"version": _VERSION, "layers": kept}
+        kept = np.clip(flat[_places(key, index, flat.size)] / size, -65504, 65504)
+        values = kept.astype(np.float16)  # a huge weight (a flipped bit) stays finite
+        layers_kept.append(base64.b64encode(values.tobytes()).decode("ascii"))
+    return {"version": _VERSION, "layers": layers_kept}
 
 
 def fingerprint_values(fingerprint: Any) -> list[np.ndarray] | None:

@@ -270,6 +270,8 @@ def test_regrade_on_the_cluster_keeps_the_agents_file_and_verified_score(cluster
                  env=no_bwrap)  # fmt: skip
     assert first.returncode == 0, first.stderr[-3000:]
     before = {row["student"]: row for row in _rows(tmp_path / "out")}
+    # the workers play the grader's 8 games of 1,000 steps: the untrained agent scores some
+    # points there, which it would lose with its agent (alice) or a new draw would move
     assert all(float(row["agent_points"]) > 0 for row in before.values()), before
     argv = [sys.executable, "-m", "autograder", "regrade", "out", "--source", str(source)]
     done = subprocess.run(

@@ -393,7 +393,8 @@ def test_regrade_keeps_the_agent_file_and_the_verified_score_of_unchanged_weight
         first = grade_many(grader, subs, out, jobs=2, progress=False, histogram=False)
     assert [r.status for r in first] == ["graded", "graded"], [r.notes for r in first]
     before = {row["student"]: row for row in read_rows(out / "grades.csv")[0]}
-    assert all(float(row["agent_points"]) > 0 for row in before.values()), before
+    # a verified score for both (an untrained agent in 2 games of 60 steps may score 0 points)
+    assert all(row["agent_score"] != "" and row["agent_points"] for row in before.values())
     kept = {sub.student: sub.path for sub in stored_submissions(out)[0]}
     assert kept["alice"].with_name(kept["alice"].stem + KEPT_AGENT_SUFFIX).is_file()
     assert not kept["bob"].with_name(kept["bob"].stem + KEPT_AGENT_SUFFIX).exists()

@@ -79,7 +79,7 @@ CORE_ROOMS = {
     "reports": set(),
     "intake": {"reports"},
     "judging": {"reports"},
-    "agent_play": {"isolation", "intake", "reports", "grading_job"},
+    "agent_play": {"intake", "judging", "reports"},
     "cluster": {"isolation", "intake", "reports", "assessor", "package_digest", "agent_play"},
 }
 

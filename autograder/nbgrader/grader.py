@@ -55,7 +55,7 @@ from autograder.core.file_tree import read_tree
 from autograder.core.intake.collect import Problem, Submission, student_id
 from autograder.core.intake.submission_file import (
     UnreadableNotebook,
-    agent_file_beside,
+    agent_file_for,
     read_bytes,
 )
 from autograder.core.isolation import DEFAULT_LIMITS, SandboxLimits, require_isolation
@@ -63,6 +63,7 @@ from autograder.core.isolation.unsandboxed import require_unsandboxed_user
 from autograder.core.reports.course_points import course_points
 from autograder.core.reports.grade_result import GradeResult
 from autograder.nbgrader.agent_comment import record_agent_comment
+from autograder.nbgrader.class_reports.agent_records import AgentRecords
 from autograder.nbgrader.course import (
     SOURCE_NOTEBOOK,
     CourseTemplate,
@@ -197,9 +198,10 @@ class Grader:
         name: str = "a2c.ipynb",
         threads: int = 1,
         agent_file: bytes | None = None,
+        memory: dict[str, Any] | None = None,
     ) -> Assessment:
         """Run and judge the submission ``data`` (:meth:`Assessor.assess`); never raises."""
-        return self.assessor.assess(data, student, name, threads, agent_file)
+        return self.assessor.assess(data, student, name, threads, agent_file, memory)
 
     # ------------------------------------------------------------------ step 2: record
     def record(
@@ -258,11 +260,13 @@ class Grader:
         feedback_dir: Path | None = None,
         threads: int = 1,
         log: ProgressLog | None = None,
+        memory: dict[str, Any] | None = None,
     ) -> GradeResult:
         """Grade the notebook at ``path`` as ``student`` (by default named after the file).
 
         With ``feedback_dir``, the feedback HTML is copied to ``feedback_dir/<student>.html``;
-        with ``log``, the grade is appended to it once recorded.
+        with ``log``, the grade is appended to it once recorded; ``memory``: what the class
+        holds of the student's agent (:meth:`Assessor.assess`).
         """
         path = Path(path).resolve()
         student = student or student_id(path) or "student"
@@ -274,7 +278,7 @@ class Grader:
             )
             _append(log, result)
             return result
-        assessment = self.assess(data, student, path.name, threads, agent_file_beside(path))
+        assessment = self.assess(data, student, path.name, threads, agent_file_for(path), memory)
         assessment.result.source = str(path)
         return self.record(assessment, feedback_dir, log)
 
@@ -347,8 +351,10 @@ def _grade_locally(
     jobs: int | None,
     progress: bool,
     log: ProgressLog,
+    records: AgentRecords,
 ) -> list[GradeResult]:
-    """``grader.grade`` on each submission in ``jobs`` threads, each once.
+    """``grader.grade`` on each submission in ``jobs`` threads, each once (with what
+    ``records`` holds of the student's agent).
 
     Ctrl-C stops it: what was graded (and what was under way) is returned, the rest as
     ``not graded: interrupted``.
@@ -359,7 +365,10 @@ def _grade_locally(
     threads = max(1, (os.cpu_count() or 1) // jobs)
     pool = ThreadPoolExecutor(max_workers=jobs)
     futures = {
-        pool.submit(grader.grade, sub.path, sub.student, feedback_dir, threads, log): sub
+        pool.submit(
+            grader.grade, sub.path, sub.student, feedback_dir, threads, log,
+            records.memory(sub.student),
+        ): sub  # fmt: skip
         for sub in submissions
     }
     bar = tqdm(total=len(futures), desc="grading", unit="nb", disable=not progress)
@@ -411,15 +420,17 @@ def grade_many(
     out.mkdir(parents=True, exist_ok=True)
     feedback_dir = out / "feedback" if feedback else None
     log = ProgressLog(out / "progress.jsonl")
+    records = AgentRecords(out)  # the class's key and each student's agent, kept in out/agents
     if cluster is not None:
         results = cluster.grade_class(
             grader.assessor,
             lambda assessment: grader.record(assessment, feedback_dir, log),
             submissions,
             progress,
+            lambda sub: records.memory(sub.student),
         )
     else:
-        results = _grade_locally(grader, submissions, feedback_dir, jobs, progress, log)
+        results = _grade_locally(grader, submissions, feedback_dir, jobs, progress, log, records)
     # The reports: merged by student into what `out` holds already (autograder.nbgrader.class_reports).
     from autograder.nbgrader.class_reports.writing import write_reports
 

@@ -41,10 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from autograder.core.intake.collect import Submission
-from autograder.core.intake.submission_file import UnreadableNotebook, read_bytes
+from autograder.core.intake.submission_file import UnreadableNotebook, agent_file_for, read_bytes
 from autograder.core.reports.course_points import CoursePoints
 from autograder.core.reports.grade_result import GradeResult
 from autograder.core.reports.safe_text import points_text
+from autograder.nbgrader.class_reports.agent_records import AgentRecords
 from autograder.nbgrader.class_reports.change_lines import describe
 from autograder.nbgrader.class_reports.grades_csv import (
     apply_late_penalty,
@@ -113,7 +114,8 @@ def stored_submissions(out: Path) -> tuple[list[Submission], list[str]]:
 
 
 def _scores(row: Mapping[str, str], points: CoursePoints) -> tuple:
-    return (row.get("status", ""), *(number_in(row.get(key, "")) for key in points.auto))
+    agent = (number_in(row.get("agent_points", "")),) if points.agent else ()
+    return (row.get("status", ""), *(number_in(row.get(key, "")) for key in points.auto), *agent)
 
 
 def _new_row(result: GradeResult, old: Mapping[str, str], points: CoursePoints) -> dict:
@@ -182,8 +184,16 @@ def _write_new_maximum(
     write_rows(rows, columns, out / "grades.csv")
 
 
-def _assess_all(grader: Any, subs: Sequence[Submission], jobs: int, cluster: Any) -> list:
-    """The assessments of ``subs`` (nothing recorded), on ``cluster`` or in ``jobs`` threads."""
+def _assess_all(
+    grader: Any,
+    subs: Sequence[Submission],
+    jobs: int,
+    cluster: Any,
+    records: AgentRecords,
+    dry_run: bool,
+) -> list:
+    """The assessments of ``subs`` (nothing recorded), on ``cluster`` or in ``jobs`` threads,
+    each with the agent kept beside its file and what ``records`` holds of the student's."""
     if cluster is not None:
         found: list = []
 
@@ -191,7 +201,9 @@ def _assess_all(grader: Any, subs: Sequence[Submission], jobs: int, cluster: Any
             found.append(assessment)
             return assessment.result
 
-        cluster.grade_class(grader.assessor, keep, subs, True)
+        cluster.grade_class(
+            grader.assessor, keep, subs, True, lambda sub: records.memory(sub.student, not dry_run)
+        )
         return found
 
     def one(sub: Submission) -> Any:
@@ -200,8 +212,9 @@ def _assess_all(grader: Any, subs: Sequence[Submission], jobs: int, cluster: Any
         except UnreadableNotebook:
             return None
         assessment = grader.assess(
-            data, sub.student, sub.path.name, max(1, (os.cpu_count() or 1) // jobs)
-        )
+            data, sub.student, sub.path.name, max(1, (os.cpu_count() or 1) // jobs),
+            agent_file_for(sub.path), records.memory(sub.student, not dry_run),
+        )  # fmt: skip
         assessment.result.source = str(sub.path)
         return assessment
 
@@ -227,7 +240,7 @@ def regrade(
     subs, skipped = stored_submissions(out)
     old_rows, columns = read_rows(out / "grades.csv")
     old = {row["student"]: row for row in old_rows if row.get("student")}
-    assessments = _assess_all(grader, subs, jobs, cluster)
+    assessments = _assess_all(grader, subs, jobs, cluster, AgentRecords(out), dry_run)
     lines, moved = moved_lines(old, [a.result for a in assessments], grader.points)
     header = f"{len(moved)} of {len(assessments)} student(s) changed; the others left as they were"
     lines = [header, *[f"  {line}" for line in lines], *[f"  {line}" for line in skipped]]

@@ -54,9 +54,10 @@ from autograder.core.assessor import Assessment, Assessor
 from autograder.core.cluster.connection import connect
 from autograder.core.cluster.worker import assess_task, assessor_settings
 from autograder.core.intake.collect import Submission
+from autograder.core.intake.student_markdown import mark_markdown_here
 from autograder.core.intake.submission_file import (
     UnreadableNotebook,
-    agent_file_beside,
+    agent_file_for,
     read_bytes,
 )
 from autograder.core.reports.grade_result import GradeResult
@@ -69,6 +70,8 @@ POLL_SECONDS = 1.0  #: the longest wait between looks at the cluster (a result w
 NO_WORKER_NOTICE_SECONDS = 30.0
 #: What a record step does with an assessment: the front end's recording (nbgrader for grade-all).
 Record = Callable[[Assessment], GradeResult]
+#: What the class holds of a submission's student's agent (``Assessor.assess``'s ``memory``).
+Memory = Callable[[Submission], dict[str, Any]]
 
 
 def _allowed_failures(client: Any, value: int | None) -> int | None:
@@ -96,9 +99,15 @@ class _ClassOnCluster:
     """One pass over submissions: submit within the cluster's threads, record as they come."""
 
     def __init__(
-        self, client: Any, assessor: Assessor, record: Record, progress: bool, isolate: bool | None
+        self,
+        client: Any,
+        assessor: Assessor,
+        record: Record,
+        progress: bool,
+        isolate: bool | None,
+        memory: Memory | None = None,
     ):
-        self.client, self.record = client, record
+        self.client, self.record, self.memory = client, record, memory
         self.progress = progress
         self.settings = assessor_settings(assessor, isolate)
         self.stopped: str | None = None  # why the class stopped early
@@ -115,6 +124,8 @@ class _ClassOnCluster:
         if future.status == "finished":
             assessment = Assessment.from_plain(future.result())
             assessment.result.source = str(sub.path)
+            if assessment.notebook:  # the worker's marks are not this process's: marked here
+                assessment.notebook = mark_markdown_here(assessment.notebook)
             return assessment
         if future.status == "cancelled":
             self.stopped = "grading stopped: the cluster cancelled the tasks (scheduler restarted?)"
@@ -175,7 +186,8 @@ class _ClassOnCluster:
                         sub.student,
                         sub.path.name,
                         self.settings,
-                        agent_file_beside(sub.path),
+                        agent_file_for(sub.path),
+                        self.memory(sub) if self.memory is not None else None,
                         key=key,
                         pure=False,
                         retries=0,
@@ -226,10 +238,13 @@ def grade_on_cluster(
     scheduler: Any,
     progress: bool = True,
     isolate: bool | None = None,
+    memory: Memory | None = None,
 ) -> list[GradeResult]:
     """Assess ``submissions`` on the Dask cluster ``scheduler`` (an address or a ``Client``)
     as ``assessor`` would, and ``record`` each here, one at a time; one result per submission,
     never raises for one. ``isolate``: whether the workers sandbox (default: as ``assessor``).
+    ``memory(sub)``: what the class holds of that student's agent (plain data, sent with the
+    task: :meth:`~autograder.core.assessor.Assessor.assess`'s ``memory``).
 
     Each submission is assessed once, as :func:`~autograder.nbgrader.grader.grade_many` does: a
     notebook whose run failed or timed out costs one grading, not two.
@@ -240,7 +255,7 @@ def grade_on_cluster(
     client = connect(scheduler) if isinstance(scheduler, str) else scheduler
     previous = _allowed_failures(client, ALLOWED_FAILURES)
     try:
-        run = _ClassOnCluster(client, assessor, record, progress, isolate)
+        run = _ClassOnCluster(client, assessor, record, progress, isolate, memory)
         results = run.run(submissions, "grading on the cluster")
         return [results[sub] for sub in submissions]
     finally:
@@ -265,8 +280,9 @@ class ClusterGrading:
         record: Record,
         submissions: Sequence[Submission],
         progress: bool,
+        memory: Memory | None = None,
     ) -> list[GradeResult]:
         """:func:`grade_on_cluster` on this cluster."""
         return grade_on_cluster(
-            assessor, record, submissions, self.scheduler, progress, self.isolate
+            assessor, record, submissions, self.scheduler, progress, self.isolate, memory
         )

@@ -1,17 +1,20 @@
-"""What the grader's verified score costs per submission: the agent played through the sandbox.
+"""What the grader's verified score costs per submission: the saved weights played in the grader's
+own network.
 
 Plays the grader's protocol (``course_lib.evaluation.GRADER_PROTOCOL``: 8 games, each capped at
-1,000 agent steps) with a trained agent twice, side by side in one run:
+1,000 agent steps) with a trained agent, side by side in one run:
 
-* **sandboxed**: :func:`autograder.core.agent_play.verification.verify_agent`, as grading does (the
-  solution notebook with the agent in its output; ``make_model`` and the set-up cells run in the
-  sandbox, which answers each batch of observations through the framing);
-* **in-process**: :func:`course_lib.evaluation.play_games` with the same network here (what
-  the notebook's own save cell does), the floor the sandbox adds to.
+* **verified**: what grading does (:mod:`autograder.core.agent_play`): the bundle read as plain
+  data and as the course's network (:func:`~autograder.core.agent_play.verification.handed_in`),
+  then :func:`~autograder.core.agent_play.verification.play_agent`: the grader's emulators and
+  its own copy of the network in this process, one torch thread, no sandbox; plus the check
+  that earns it, the student's ``make_model`` loaded with the weights on 16 frames (the probe
+  step that rides in the parts' sandbox), timed here on the reference's ``make_model``;
+* **in-process**: :func:`course_lib.evaluation.play_games` with the reference's own
+  ``nn.Module`` (what the notebook's save cell does), the floor.
 
-For each it prints wall seconds and CPU seconds (this process; and the sandbox's agent, as
-``agent_server.py`` logs it at its end), games, agent steps and capped games, and the ratio of
-the two CPU figures::
+For each it prints wall seconds and CPU seconds of this process, games, agent steps and capped
+games, and the ratio of the two CPU figures::
 
     python benchmarks/agent_grading.py --agent runs/si1m/checkpoint.pt
     python benchmarks/agent_grading.py --agent a2c_agent.json --repeats 2
@@ -21,8 +24,8 @@ the way ``grade-all --jobs 2`` does (:func:`autograder.nbgrader.grader.grade_man
 the course's default (the agent played) and once with ``a2c.agent.replay`` off, side by side,
 and with ``--dask`` also on a local Dask cluster of two workers (a scheduler and two ``dask
 worker`` processes with the kit's TLS certificate); for each it prints the class's wall time,
-the added wall time per submission and the agent's CPU per submission (the grader's driver and
-the agent's process, ``agent["cpu_seconds"]``)::
+the added wall time per submission and the play's CPU per submission (``agent["cpu_seconds"]``,
+the grader's thread)::
 
     python benchmarks/agent_grading.py --agent runs/si1m/checkpoint.pt --class 4 --dask
 
@@ -34,7 +37,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import sys
 import tempfile
 import time
@@ -46,8 +48,11 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import nbformat  # noqa: E402
 import torch  # noqa: E402
 
-from autograder.core.agent_play.verification import verify_agent  # noqa: E402
-from autograder.core.assessor import Assessor  # noqa: E402
+from autograder.core.agent_play.handed_in import handed_in  # noqa: E402
+from autograder.core.agent_play.verification import play_agent  # noqa: E402
+from autograder.sandboxed.grading_runtime.probes.saved_agent import (  # noqa: E402
+    saved_agent_outputs,
+)
 from course_lib.evaluation import GRADER_PROTOCOL, game_seeds, model_agent, play_games  # noqa: E402
 from course_lib.saved_agent import AGENT_MIME, load_weights, pack_agent, unpack_agent  # noqa: E402
 
@@ -157,31 +162,32 @@ def main() -> None:
         _class_costs(nb, args.count, args.dask)
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
         return
-    release = nbformat.read(ROOT / "notebooks" / "a2c.ipynb", as_version=4)
-    assessor = Assessor(release, Path(tempfile.mkdtemp()) / "work")
     protocol = GRADER_PROTOCOL
     print(f"protocol: {protocol.describe()}")
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
+    make_model = __import__("solutions.reference").reference.make_model
     for repeat in range(args.repeats):
         wall, (own, _) = time.monotonic(), _cpu()
-        report = verify_agent(nb, assessor._bin, assessor.lib, protocol=protocol)
-        own2, _ = _cpu()
-        # The sandbox runs as another user, not reaped as this process's child: its CPU is its
-        # cgroup's figure (its cells, the weights and every answer), else what agent_server.py
-        # printed at its end.
-        found = re.search(r"agent_server: ([0-9.]+) s CPU", report.log)
-        inside = report.sandbox_cpu or (float(found.group(1)) if found else math.nan)
-        sandboxed = (own2 - own) + inside
-        if report.verified is None:
-            print(f"sandboxed: no score: {report.note}\n{report.log}")
+        agent = handed_in(nb, protocol=protocol)
+        if not agent.playable:
+            print(f"verified: no score: {agent.note}")
             return
-        v = report.verified
+        case = {"tensors": agent.weights.tensors, "n_actions": agent.weights.n_actions,
+                "n": 16, "obs_seed": repeat}  # fmt: skip
+        saved_agent_outputs(make_model, case)  # the check's probe step (in the parts' sandbox)
+        check = _cpu()[0] - own
+        played = play_agent(agent.layouts[0].layers(agent.weights.tensors), protocol)
+        verified = _cpu()[0] - own
+        if played.result is None:
+            print(f"verified: no score: {played.failure}")
+            return
+        v = played.result.summary()
         print(
-            f"[{repeat}] sandboxed: {time.monotonic() - wall:.1f} s wall, CPU {sandboxed:.1f} s "
-            f"(grader {own2 - own:.1f} s, sandbox {inside:.1f} s), answers "
-            f"{report.answer_seconds:.1f} s; score {v['score']:.1f} (std {v['std']:.1f}) over "
-            f"{v['games']} games, {v['steps']:,} steps, {v['capped']} capped"
-            + (f"; {report.cpu_capped}" if report.cpu_capped else "; within the CPU cap")
+            f"[{repeat}] verified: {time.monotonic() - wall:.1f} s wall, CPU {verified:.1f} s "
+            f"(reading and mapping the weights and make_model's check {check:.1f} s, the play "
+            f"{played.cpu_seconds:.1f} s on its thread); score {v['score']:.1f} (std "
+            f"{v['std']:.1f}) over {v['games']} games, {v['steps']:,} steps, {v['capped']} capped"
+            + (f"; {played.capped}" if played.capped else "; within the CPU cap")
         )
         wall, (own, _) = time.monotonic(), _cpu()
         result = play_games(model_agent(model), protocol, game_seeds(protocol.games))
@@ -189,8 +195,8 @@ def main() -> None:
         print(
             f"[{repeat}] in-process: {time.monotonic() - wall:.1f} s wall, CPU {inproc:.1f} s; "
             f"score {result.mean:.1f} (std {result.std:.1f}) over {len(result.games)} games, "
-            f"{result.steps:,} steps, {result.capped} capped; sandboxed/in-process CPU "
-            f"{sandboxed / inproc:.2f}x"
+            f"{result.steps:,} steps, {result.capped} capped; verified/in-process CPU "
+            f"{verified / inproc:.2f}x"
         )
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 

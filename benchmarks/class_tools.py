@@ -89,7 +89,9 @@ class _InstantGrader:
     fixed: set[str]
     course: None = None
 
-    def assess(self, data: bytes, student: str, name: str, threads: int) -> Assessment:
+    def assess(
+        self, data: bytes, student: str, name: str, threads: int, agent_file=None, memory=None
+    ) -> Assessment:
         scores = {k: 0.0 if (k == "a2c" and student in self.fixed) else 2.0 for k in PARTS}
         parts = {k: PartScore(v, 2.0, "") for k, v in scores.items()}
         return Assessment(GradeResult(student, parts=parts), "")

@@ -18,6 +18,7 @@ Map: which module to read for what (the design behind it: docs/design.md)::
       runtime.py          quick_mode, resolve_device, seed_everything, flush_denormals
       evaluation.py       the evaluation protocol: play_games, evaluate_agent (raw full-game scores)
       saved_agent.py      save_agent: the trained agent, handed in with the notebook
+      network_layout.py   which saved tensor is which layer of the course's network (by shape)
       checks/             the visible self-checks of each graded part
     engineering behind nature_dqn_env (read the contract in nature_dqn.py, not the code)
       batches/            the env batches behind nature_dqn_env, one backend a module:

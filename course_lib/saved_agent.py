@@ -12,9 +12,11 @@ that one bundle in two places:
   show the ``text/plain`` line beside it; the bundle itself stays in the saved file.
 
 The grader reads the bundle from the notebook (or from the file beside it), checks it with
-:func:`unpack_agent` (bounded sizes, known shapes, finite weights), and hands the weights to the
-student's own ``make_model`` in the sandbox, which then answers the grader's observations
-(:mod:`course_lib.evaluation`). Why ``float16``: half the size of ``float32``; a trained
+:func:`unpack_agent` (bounded sizes, known shapes, finite weights), reads the weights as the
+course's network by their shapes (:mod:`course_lib.network_layout`; :func:`save_agent` checks
+the same before it writes anything, and says what the network lacks), and plays them in its own
+copy of that network (:mod:`course_lib.evaluation`'s protocol), once the student's own
+``make_model``, loaded with them in the grading sandbox, has computed what that network does. Why ``float16``: half the size of ``float32``; a trained
 network's weights are far inside its range (up to 65,504), and the rounding (a relative 0.05%)
 moves its action probabilities by far less than the sampling does.
 
@@ -53,6 +55,7 @@ __all__ = [
     "AgentWeights",
     "SavedAgent",
     "load_agent",
+    "load_tensors",
     "load_weights",
     "pack_agent",
     "save_agent",
@@ -319,11 +322,19 @@ def load_weights(model: Any, weights: AgentWeights) -> Any:
     Floating tensors become ``float32``, the dtype of a network's weights. Raises
     ``ValueError`` naming the weights that are missing, left over or of another shape.
     """
+    return load_tensors(model, weights.tensors)
+
+
+def load_tensors(model: Any, tensors: Mapping[str, np.ndarray]) -> Any:
+    """Load ``tensors`` (``{name: array}``, a saved agent's) into ``model``, as
+    :func:`load_weights` does."""
     import torch
 
     state = {
-        name: torch.from_numpy(array.astype(np.float32 if array.dtype.kind == "f" else np.int64))
-        for name, array in weights.tensors.items()
+        name: torch.from_numpy(
+            np.asarray(array).astype(np.float32 if np.asarray(array).dtype.kind == "f" else np.int64)
+        )
+        for name, array in tensors.items()
     }
     own = model.state_dict()
     missing = [name for name in own if name not in state]
@@ -391,6 +402,18 @@ class SavedAgent:
         return {"text/plain": repr(self), AGENT_MIME: self.bundle}
 
 
+def _check_course_network(state_dict: Mapping[str, Any], n_actions: int) -> None:
+    """``ValueError`` saying what the grader needs, before anything is written, when the
+    network's tensors are not the course's network's (:mod:`course_lib.network_layout`: the
+    grader plays the weights in its own copy of that network)."""
+    from .network_layout import LayoutError, network_layouts
+
+    try:
+        network_layouts(_arrays_of(state_dict), n_actions)
+    except LayoutError as error:
+        raise ValueError(f"The agent cannot be saved for grading: {error}.") from None
+
+
 def save_agent(
     model: Any,
     runner: Any,
@@ -417,7 +440,9 @@ def save_agent(
     }
     n_actions = int(runner.env.single_action_space.n)
     summary = evaluation.summary() if evaluation is not None else None
-    bundle = pack_agent(model.state_dict(), env_id, n_actions, claimed, summary)
+    state = model.state_dict()
+    _check_course_network(state, n_actions)
+    bundle = pack_agent(state, env_id, n_actions, claimed, summary)
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(bundle), encoding="utf-8")

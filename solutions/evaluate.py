@@ -17,8 +17,11 @@ Command line::
 ``CHECKPOINT_OR_AGENT`` is a ``checkpoint.pt`` of ``python -m solutions.train`` (loaded with
 ``weights_only=True``: tensors and plain data, never code; :mod:`solutions.checkpoint`) or the
 ``a2c_agent.json`` a notebook saved (:mod:`course_lib.saved_agent`), loaded into the
-reference network. Weights of another network (a student's own ``make_model``) are refused with
-the command that scores them, the grader's (``python -m autograder grade NOTEBOOK.ipynb``); a
+reference network. A student's network is the course's under other names: its tensors are
+read into the reference network by their shapes, as the grader reads them
+(:mod:`course_lib.network_layout`), and played there; where they read more than one way (one
+head of ``n_actions + 1`` outputs), only the student's ``make_model`` tells which is meant, so
+the command refuses with the grader's (``python -m autograder grade NOTEBOOK.ipynb``). A
 notebook or any other file given by mistake is refused with what to give instead.
 """
 
@@ -32,6 +35,7 @@ passive_openmp()
 
 import argparse
 import dataclasses
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -115,18 +119,42 @@ def _load_model(path: Path, device: torch.device) -> tuple[torch.nn.Module, str]
         weights = load_agent(path)
         try:
             model = load_weights(make_model(weights.n_actions), weights)
-        except ValueError as error:
-            raise ValueError(
-                f"{path}: {error} This command plays the course's reference network only "
-                "(solutions.reference.make_model), and these weights were trained in another "
-                "one. A student's agent is scored by the grader, with the student's notebook: "
-                "python -m autograder grade NOTEBOOK.ipynb (its verified agent score line)."
-            ) from None
+        except ValueError:  # a student's network: the course's, under other names
+            model = _as_reference_network(path, weights, make_model(weights.n_actions))
         return model.to(device), weights.env_id
     ckpt = load_checkpoint(path, map_location=device)
     model = make_model(ckpt["extra"]["n_actions"]).to(device)
     model.load_state_dict(ckpt["model"])
     return model, ckpt["config"].env_id
+
+
+def _as_reference_network(path: Path, weights: Any, model: torch.nn.Module) -> torch.nn.Module:
+    """A saved agent whose layers carry other names than the reference's (a student's
+    ``make_model``), read into the reference network by its tensors' shapes, the way the grader
+    reads it (:mod:`course_lib.network_layout`): plain numbers, no code of the student's."""
+    from course_lib.network_layout import LayoutError, network_layouts
+
+    grader = (
+        "A student's agent is scored by the grader, with the student's notebook: python -m "
+        "autograder grade NOTEBOOK.ipynb (its verified agent score line)."
+    )
+    try:
+        layouts = network_layouts(weights.tensors, weights.n_actions)
+    except LayoutError as error:
+        raise ValueError(f"{path}: {error} {grader}") from None
+    if len(layouts) != 1:
+        raise ValueError(
+            f"{path}: these weights read as the course's network in {len(layouts)} ways "
+            "(one head of n_actions + 1 outputs, or biases the names do not pair): which one is "
+            f"meant only the student's own make_model tells. {grader}"
+        )
+    layers = [m for m in model.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    with torch.no_grad():
+        for module, (weight, bias) in zip(layers, layouts[0].layers(weights.tensors), strict=True):
+            module.weight.copy_(torch.from_numpy(weight).reshape(module.weight.shape))
+            module.bias.copy_(torch.from_numpy(bias))
+    print(f"{path}: read as the course's network ({layouts[0].describe()})", file=sys.stderr)
+    return model
 
 
 def main(argv: Sequence[str] | None = None) -> float:

@@ -178,6 +178,25 @@ def test_the_platforms_report_the_agent_and_its_leaderboard():
     assert "leaderboard" not in gradescope_results(_graded("t", None), 1.0)
 
 
+@pytest.mark.parametrize(
+    "status", ["tampered: the sandbox returned malformed results", "error: x", "timeout: y",
+               "unsandboxed: z"],
+)  # fmt: skip
+def test_gradescope_shows_a_verified_score_on_its_leaderboard_only_for_a_graded_result(status):
+    """A result that is not a grade (a tampered run, an error, a timeout, no sandbox) scores 0
+    and puts nothing on Gradescope's leaderboard, whatever its agent played; its test still
+    says what the grader found."""
+    from autograder.platforms.gradescope.run_autograder import gradescope_results
+
+    result = _graded("s", _agent(455.5))
+    result.status = status
+    results = gradescope_results(result, 30.0)
+    assert "leaderboard" not in results and results["score"] == 0.0
+    assert results["tests"][-1]["output"].startswith("Verified agent score: 455.5")
+    result.status = "graded"
+    assert gradescope_results(result, 30.0)["leaderboard"][0]["value"] == 455.5
+
+
 @pytest.mark.rom
 @pytest.mark.slow
 def test_grade_all_with_two_jobs_reports_the_agents_in_every_channel(tmp_path):

@@ -253,6 +253,37 @@ def test_regrade_on_the_cluster_records_only_who_moved(cluster, tmp_path):
     assert "full marks 15 -> 17 in every row" in done.stdout
 
 
+@pytest.mark.rom
+def test_regrade_on_the_cluster_keeps_the_agents_file_and_verified_score(cluster, tmp_path):
+    """A course that gives the agent points, graded on the workers: alice's agent came as
+    a2c_agent.json beside her notebook, bob's in its output. ``regrade --scheduler`` with
+    nothing changed moves nobody: the workers get alice's agent from the copy kept beside her
+    received notebook (without it she would lose her agent points) and both students' recorded
+    verified scores (a new draw would move their agent points)."""
+    from tests.test_regrading import _source_with_agent_points, agent_class
+
+    agent_class(tmp_path / "inbox")
+    source = _source_with_agent_points(tmp_path)
+    cert = ("--scheduler", cluster.address, "--certificates", str(cluster.certificates))
+    no_bwrap = {**ENV, "PATH": str(BIN)}
+    first = _cli("out", "--no-feedback", "--source", str(source), *cert, cwd=tmp_path,
+                 env=no_bwrap)  # fmt: skip
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = {row["student"]: row for row in _rows(tmp_path / "out")}
+    # the workers play the grader's 8 games of 1,000 steps: the untrained agent scores some
+    # points there, which it would lose with its agent (alice) or a new draw would move
+    assert all(float(row["agent_points"]) > 0 for row in before.values()), before
+    argv = [sys.executable, "-m", "autograder", "regrade", "out", "--source", str(source)]
+    done = subprocess.run(
+        [*argv, "--no-feedback", *cert], cwd=tmp_path, capture_output=True, text=True,
+        timeout=400, env=no_bwrap,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "0 of 2 student(s) changed" in done.stdout, done.stdout
+    after = {row["student"]: row for row in _rows(tmp_path / "out")}
+    assert after == before
+
+
 def test_the_cluster_refuses_whoever_lacks_its_certificate(cluster, tmp_path):
     """A TLS client that trusts the cluster but has no certificate of its own, one with
     another certificate and a plain TCP client are refused at the TLS scheduler; grade-all
@@ -288,6 +319,49 @@ def test_the_cluster_refuses_whoever_lacks_its_certificate(cluster, tmp_path):
     assert "--insecure-cluster" in allowed.stderr and "change every grade" in allowed.stderr
     assert allowed.returncode == 1 and "cannot reach the Dask scheduler" in allowed.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+def test_a_plain_scheduler_listening_beyond_the_loopback_is_refused_at_its_loopback(tmp_path):
+    """``dask scheduler`` started with its defaults listens on every interface: grade-all,
+    given its loopback address ``tcp://127.0.0.1:P``, asks where it really listens and refuses
+    it (exit 2, nothing graded); the same scheduler started with ``--host 127.0.0.1`` is
+    accepted by the check, and ``--insecure-cluster`` lets the instructor take the risk."""
+    from autograder.core.cluster.security import (
+        ClusterSecurityError,
+        check_listening,
+        scheduler_sockets,
+    )
+
+    _class(tmp_path / "inbox", {"zoe": "release"})
+    for host, refused in ((None, True), ("127.0.0.1", False)):
+        port = _free_port()
+        args = [str(BIN / "dask"), "scheduler", "--port", str(port), "--no-dashboard"]
+        args += ["--host", host] if host else []
+        log = (tmp_path / f"scheduler-{port}.log").open("wb")
+        scheduler = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, env=ENV, start_new_session=True
+        )
+        try:
+            address = f"tcp://127.0.0.1:{port}"
+            client = distributed.Client(address, timeout=60, set_as_default=False)
+            try:
+                hosts = client.run_on_scheduler(scheduler_sockets)
+            finally:
+                client.close()
+            if refused:
+                with pytest.raises(ClusterSecurityError, match="every interface"):
+                    check_listening(address, hosts)
+                done = _cli("out", "--scheduler", address, cwd=tmp_path, timeout=120)
+                assert done.returncode == 2, done.stderr[-2000:]
+                assert "it listens on every interface, not only on the loopback" in done.stderr
+                assert not (tmp_path / "out" / "grades.csv").exists()
+            else:
+                assert hosts == ["127.0.0.1"]
+                check_listening(address, hosts)
+        finally:
+            os.killpg(scheduler.pid, signal.SIGTERM)
+            scheduler.wait(timeout=30)
+            log.close()
 
 
 def _alone_on(client, student: str, timeout: float = 240) -> str:

@@ -21,7 +21,7 @@ from autograder.nbgrader.exporters.feedback import (
     FeedbackExporter,
     with_image_alt_text,
 )
-from tests.submissions.hostile import NOTEBOOK_ATTACKS, SLOW_LEXERS, hostile_submission
+from tests.submissions.hostile import SLOW_LEXERS, hostile_submission
 
 PNG = base64.b64encode(
     bytes.fromhex(
@@ -143,7 +143,7 @@ def test_the_course_exporters_check_once_and_still_refuse_an_invalid_notebook(na
 
 
 @pytest.mark.timeout(120)  # mcschema's lexer never returns on "<!--": a hang fails here
-@pytest.mark.parametrize("attack", list(NOTEBOOK_ATTACKS))
+@pytest.mark.parametrize("attack", ["lexer_fence", "lexer_metadata"])
 def test_no_lexer_a_student_names_runs_in_the_grader(attack):
     """A fenced block in a lexer that never returns (or the notebook's language set to it):
     the feedback exporter renders the page as it is submitted, and formgrader's exporter
@@ -169,3 +169,38 @@ def test_no_lexer_a_student_names_runs_in_the_grader(attack):
         assert all(f"language-{name}" in page for name in SLOW_LEXERS)
     else:
         assert any("mcschema" in note for note in notes), notes
+
+
+@pytest.mark.timeout(120)
+def test_formgraders_view_of_the_evicted_markdown_attack_lexes_no_student_fence(monkeypatch):
+    """The corpus's ``evicted_markdown`` as the grader stores it, shown by formgrader's
+    exporter (nbconvert's, the course's configuration) and by the feedback exporter: IPython's
+    lexer, which takes seconds on its fences of dots, never sees them (it highlights the
+    course's own code cells only), and the dots are shown."""
+    import ipython_pygments_lexers
+
+    from autograder.core.intake.code_highlighting import course_languages
+    from autograder.core.intake.student_markdown import safe_markdown
+    from autograder.nbgrader.config import c as course_config
+    from tests.submissions.hostile import RELEASE
+
+    lexed: list[str] = []
+    original = ipython_pygments_lexers.IPython3Lexer.get_tokens_unprocessed
+
+    def spy(self, text, *args, **kwargs):
+        lexed.append(text)
+        return original(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(ipython_pygments_lexers.IPython3Lexer, "get_tokens_unprocessed", spy)
+    stored, release = hostile_submission("evicted_markdown"), nbformat.read(RELEASE, as_version=4)
+    safe_markdown(stored, release)
+    course_languages(stored, release)
+    formgrader = HTMLExporter(config=course_config, template_name="classic")
+    page, _ = formgrader.from_notebook_node(stored)
+    feedback, _ = FeedbackExporter(template_name="classic").from_notebook_node(stored)
+    assert "." * 1000 in page and "." * 1000 in feedback
+    assert not any("." * 100 in text for text in lexed)
+    control = nbformat.v4.new_notebook(metadata=stored.metadata)  # the spy sees such a fence
+    control.cells.append(nbformat.v4.new_markdown_cell("```ipython3\nprobe = 1\n```"))
+    formgrader.from_notebook_node(control)
+    assert any("probe = 1" in text for text in lexed)

@@ -251,7 +251,7 @@ def test_csv_cells_are_never_formulas(tmp_path: Path) -> None:
         "'-x",
         "'@SUM(A1)",
         "'\tx",
-        "'\rx",
+        "x",  # a carriage return is never kept: it could hide what follows it
     ]
     assert csv_cell("-1.5") == "-1.5" and csv_cell("14") == "14" and csv_cell("'=x") == "'=x"
     result = _result("alice", add=2, mul=3, gae=2, source='=HYPERLINK("http://x")')
@@ -261,6 +261,29 @@ def test_csv_cells_are_never_formulas(tmp_path: Path) -> None:
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
     assert rows["alice"]["file"] == '\'=HYPERLINK("http://x")'
     assert rows["alice"]["notes"].endswith("; @evil")  # inside a cell, not at its start
+
+
+def test_control_characters_go_before_the_formula_test(tmp_path: Path) -> None:
+    """Is a cell whose formula hides behind a character a spreadsheet does not show (a control
+    character, a zero-width or bidirectional mark, spaces, a full-width sign) quoted, in the
+    cell function and in grades.csv, and read back as written?"""
+    hidden = [
+        "\x01=HYPERLINK(\"http://x\")", "\x00\x1b+1", "\u200b@SUM(A1)", "\u202e-x",
+        "\ufeff=1", "  =1+1", "\n=1", "\uff1dHYPERLINK(1)", "\x7f\x85=1",
+    ]  # fmt: skip
+    for value in hidden:
+        cell = csv_cell(value)
+        assert cell.startswith("'") and csv_cell(cell) == cell, (value, cell)
+        assert not any(ch in cell for ch in "\x00\x01\x1b\u200b\u202e\ufeff\x7f\x85"), cell
+    assert csv_cell("\x01-1.5") == "-1.5" and csv_cell("\x01bob") == "bob"
+    result = _result("alice", add=2, mul=3, gae=2, source=hidden[0])
+    result.notes.append(hidden[1])
+    write_outputs(tmp_path, [result], POINTS, histogram=False)
+    write_outputs(tmp_path, [_result("bob", add=1, mul=1, gae=0)], POINTS, histogram=False)
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
+    assert rows["alice"]["file"] == '\'=HYPERLINK("http://x")', rows["alice"]
+    text = (tmp_path / "grades.csv").read_text(encoding="utf-8")
+    assert not any(ch in text for ch in "\x00\x01\x1b"), text
 
 
 def test_terminal_output_carries_no_escape_sequences() -> None:

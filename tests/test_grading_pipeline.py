@@ -308,7 +308,9 @@ def test_grade_many_grades_a_failure_once(
         def __init__(self) -> None:
             self.calls: list[str] = []
 
-        def grade(self, path: Path, student: str, feedback_dir: Path | None, threads: int, log):
+        def grade(
+            self, path: Path, student: str, feedback_dir: Path | None, threads: int, log, memory
+        ):
             self.calls.append(student)
             log.write(GradeResult(student, source=str(path)))
             status = {"bob": "timeout: too long", "carol": "error: ended early"}.get(student)

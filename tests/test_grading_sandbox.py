@@ -13,6 +13,7 @@ at a time, each followed by an honest submission that must get its exact grade.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import os
@@ -316,6 +317,44 @@ def test_attacks_on_time_cost_one_budget_and_say_why(tmp_path, monkeypatch, atta
     assert _survivors() == []
 
 
+def test_cells_that_fork_cpu_burners_are_stopped_at_the_runs_cpu_cap(tmp_path):
+    """The corpus's ``fork_burners`` in a reference notebook's model cell, graded with a run
+    CPU cap of 20 s: the four spinning processes (out of the executor's process group) count
+    against it, the run is stopped there, long before its cell limit and budget, the result says
+    why and is no grade, and nothing is left running. As root the run's cgroup (cpuacct on
+    cgroup v1) counts them; as a plain user, its process tree (the class tests run both ways)."""
+    from autograder.core.isolation import DEFAULT_LIMITS
+    from autograder.nbgrader.grader import Grader
+    from tests.submissions.hostile import FORK_BURNERS
+
+    path = tmp_path / "burn.ipynb"
+    nbformat.write(course_submission(append={"model": FORK_BURNERS}), path)
+    limits = dataclasses.replace(DEFAULT_LIMITS, cpu_seconds=20.0)
+    with Grader(ROOT / "solutions" / "a2c.ipynb", timeout=100, limits=limits) as grader:
+        result = grader.grade(path, "burn")
+    assert result.status.startswith("timeout: the notebook's processes used up the CPU"), (
+        result.status, result.notes,
+    )  # fmt: skip
+    assert result.timings["sandbox"] < 90, result.timings
+    assert _survivors() == []
+
+
+def test_a_recursion_frame_sent_to_the_runner_stops_nothing(tmp_path):
+    """A reference notebook whose model cell writes 4 KB of nested JSON to the runner (the
+    corpus's ``recursion_frame``): the runner reads past it, every part is graded in full and
+    no process is left. Run as root and as a plain user (the class tests are, see the report)."""
+    from autograder.nbgrader.grader import Grader
+    from tests.submissions.hostile import ATTACKS
+
+    path = tmp_path / "deep.ipynb"
+    nbformat.write(course_submission(append={"model": ATTACKS["recursion_frame"]}), path)
+    with Grader(ROOT / "solutions" / "a2c.ipynb", timeout=60) as grader:
+        result = grader.grade(path, "deep")
+    assert result.status == "graded", (result.status, result.notes)
+    assert {key: part.score for key, part in result.parts.items()} == FULL, result.notes
+    assert _survivors() == []
+
+
 def test_an_honest_hanging_cell_costs_only_its_time(tmp_path, monkeypatch):
     """A reference notebook whose model cell ends in an endless loop (it answers SIGINT) is
     interrupted at the cell limit, and every part is still graded in full: the budget's
@@ -412,9 +451,13 @@ def test_nothing_of_the_host_layout_reaches_the_sandbox(tmp_path):
 
 
 def test_without_the_sandbox_every_result_says_so(tmp_path):
-    """Where bubblewrap cannot start (here: --no-sandbox), is grading still right, and loud?"""
+    """Where bubblewrap cannot start (here: --no-sandbox), is grading still right, and loud?
+    A grader that is not root refuses --no-sandbox (the notebook would run with its rights)."""
     nbformat.write(course_submission(), tmp_path / "zoe.ipynb")
     done = _cli("grade", "zoe.ipynb", "--json", "--no-sandbox", cwd=tmp_path)
+    if os.getuid() != 0:
+        assert done.returncode == 2 and "--no-sandbox" in done.stderr, done.stderr[-2000:]
+        return
     report = json.loads(done.stdout)
     assert report["sandboxed"] is False and "NOT SANDBOXED" in report["notes"]
     assert report["status"].startswith("unsandboxed") and report["total"] == 14.0, report

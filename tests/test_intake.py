@@ -242,8 +242,8 @@ def test_sanitizing_costs_time_linear_in_the_tags(unit: str) -> None:
     small, large = unit * 2000, unit * 8000
     ratio = _seconds(clean_html, "<div>" + large) / max(_seconds(clean_html, "<div>" + small), 1e-4)
     assert ratio < 8, ratio
-    # a 17 KB cell: under a second idle (the work itself, not the kept result of a first call)
-    assert _seconds(sanitize_markdown.__wrapped__, unit * 2000) < 5
+    # a 17 KB cell: under a second idle (rendered once a grading: no result is kept)
+    assert _seconds(sanitize_markdown, unit * 2000) < 5
 
 
 def test_course_cells_stay_as_released_and_student_cells_are_cleaned() -> None:
@@ -322,6 +322,53 @@ def test_markdown_that_renders_slowly_stops_at_the_notebooks_time_budget(monkeyp
     assert all("took more than 0.5 s" in source for source in mine[len(kept) :])
     assert sum("took too long to render" in note for note in notes) >= 6 - len(kept)
     assert all(nb.cells[i].source == source for i, source in course_cells.items())
+
+
+def test_no_student_markdown_is_rendered_twice_or_by_ipythons_lexer(monkeypatch) -> None:
+    """The corpus's ``evicted_markdown``: three answers with an ``ipython3`` fence of 19,000
+    dots, on which IPython's lexer takes seconds, then 520 short cells. The grader renders each
+    once, with Python's lexer for the fences (IPython's never runs), and records the three as
+    their rendering, so no later renderer (formgrader, the feedback) meets the fence; nbgrader's
+    own pass, under the gradebook's lock, then renders none of the 523 cells (the grader marked
+    each), and a cell it did not mark (a forged mark, or the cell changed after) it does."""
+    import ipython_pygments_lexers
+
+    from autograder.core.intake import markdown_safety
+    from tests.submissions.hostile import NOTEBOOK_ATTACKS
+
+    def never(*args, **kwargs):
+        raise AssertionError("IPython's lexer ran on student text")
+
+    monkeypatch.setattr(ipython_pygments_lexers.IPython3Lexer, "get_tokens_unprocessed", never)
+    release = nbformat.read(RELEASE, as_version=4)
+    nb = course_submission()
+    NOTEBOOK_ATTACKS["evicted_markdown"](nb)
+    safe_markdown(nb, release)
+    slow = [cell for cell in nb.cells if "." * 1000 in cell.source]
+    assert len(slow) == 3 and all(c.source.startswith("<div>") and "```" not in c.source
+                                  for c in slow)  # fmt: skip
+    recorded = nbformat.reads(nbformat.writes(nb), as_version=4)  # as nbgrader reads it
+    rendered = []
+    monkeypatch.setattr(markdown_safety, "render_markdown", lambda s: rendered.append(s) or ("", [], []))
+    for index, cell in enumerate(recorded.cells):
+        SanitizeMarkdown().preprocess_cell(cell, {}, index)
+    assert rendered == []
+    recorded.cells[-1].source = "changed after the grader checked it"
+    recorded.cells[-2].metadata[markdown_safety.CHECKED] = "0" * 64
+    for index, cell in enumerate(recorded.cells[-2:]):
+        SanitizeMarkdown().preprocess_cell(cell, {}, index)
+    assert len(rendered) == 2
+
+
+def test_a_long_or_ipython_fence_is_highlighted_only_as_python_or_not_at_all() -> None:
+    """A short ``ipython`` block is highlighted with Python's lexer; a Python block longer than
+    2,000 characters is shown as plain, escaped text; neither keeps its fence for a renderer
+    that would lex it otherwise; a short Python block stays as written."""
+    short = sanitize_markdown("```ipython3\nx = 1  # %magic\n```")
+    assert short is not None and '<span class="n">x</span>' in short and "```" not in short
+    long = sanitize_markdown("```python\n" + "y = 2\n" * 500 + "```")
+    assert long is not None and "<span" not in long and "y = 2" in long
+    assert sanitize_markdown("```python\nz = 3\n```") is None
 
 
 def test_a_notebook_of_too_many_cells_is_refused_before_parsing() -> None:

@@ -87,7 +87,7 @@ CORE_ROOMS = {
     "reports": {"course"},
     "intake": {"reports"},
     "judging": {"reports"},
-    "agent_play": {"isolation", "intake", "reports", "grading_job", "course"},
+    "agent_play": {"intake", "judging", "reports", "course"},
     "cluster": {
         "isolation", "intake", "reports", "assessor", "package_digest", "agent_play", "fan_out",
     },

@@ -66,6 +66,11 @@ def _class(size: int = 40, seed: int = 0):
         absent = f"absent{number}"
         roster[absent] = RosterStudent(absent, "Ab", f"Sent{number}", f"{absent}@uni.example")
     roster["s00"] = RosterStudent("s00", '=HYPERLINK("http://x")', "-2+3", "s00@uni.example")
+    # a formula behind a control character, which a spreadsheet does not show
+    roster["s01"] = RosterStudent(
+        "s01", '\x01=HYPERLINK("http://y")', "\x02\u200b@SUM(A1)", "\x03=s01@uni.example",
+        section="\x1b+1", canvas_id="9001", sis_user_id="\x01-U00001", sis_login_id="login1",
+    )  # fmt: skip
     del roster[f"s{size - 1:02d}"]  # graded, but not on the roster
     apply_late_penalty(rows, RULE, POINTS)
     return rows, roster
@@ -153,6 +158,19 @@ def test_a_student_off_the_roster_keeps_a_row_and_names_are_never_formulas(made)
     moodle = next(line for line in made["moodle"] if line[1] == "s00@uni.example")
     assert moodle[2] == '\'=HYPERLINK("http://x")' and moodle[3] == "'-2+3"
     assert canvas["s00"][0] == '\'-2+3, =HYPERLINK("http://x")'
+
+
+def test_a_formula_behind_a_control_character_is_quoted_in_every_lms_file(made):
+    """The roster's s01 has a formula behind a control character in every field: each cell of
+    every file is quoted, and no control character is left."""
+    canvas = next(line for line in made["canvas"][2:] if line[3] == "login1")
+    assert canvas[0] == '\'@SUM(A1), =HYPERLINK("http://y")' and canvas[4] == "'+1"
+    assert canvas[2] == "'-U00001"
+    moodle = next(line for line in made["moodle"] if line[1].endswith("s01@uni.example"))
+    assert moodle[:4] == ["'-U00001", "'=s01@uni.example", '\'=HYPERLINK("http://y")', "'@SUM(A1)"]
+    for name in ("canvas", "moodle", "grades_long"):
+        for line in made[name]:
+            assert not any(ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for cell in line for ch in cell)
 
 
 def test_a_bad_column_name_is_refused(tmp_path):

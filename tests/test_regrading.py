@@ -24,6 +24,7 @@ from autograder.core.assessor import Assessment
 from autograder.core.course.points import CoursePoints
 from autograder.core.intake.collect import Submission
 from autograder.core.reports.grade_result import GradeResult, PartScore
+from autograder.nbgrader.class_reports.agent_records import AgentRecords
 from autograder.nbgrader.class_reports.grades_csv import read_rows, write_rows
 from autograder.nbgrader.class_reports.writing import write_outputs
 from autograder.nbgrader.regrading import regrade, stored_submissions
@@ -41,7 +42,9 @@ class FixedGrader:
     def __init__(self, fixed: set[str]) -> None:
         self.points, self.course, self.fixed, self.recorded = POINTS, None, fixed, []
 
-    def assess(self, data: bytes, student: str, name: str, threads: int) -> Assessment:
+    def assess(
+        self, data: bytes, student: str, name: str, threads: int, agent_file=None, memory=None
+    ) -> Assessment:
         score = {k: 0.0 if (k == "a2c" and student in self.fixed) else 2.0 for k in PARTS}
         parts = {k: PartScore(v, 2.0, "") for k, v in score.items()}
         return Assessment(GradeResult(student, parts=parts), data.decode())
@@ -207,7 +210,7 @@ def test_a_moved_student_is_recorded_in_a_real_course_with_part_8_kept(tmp_path:
     before = {row["student"]: row for row in read_rows(out / "grades.csv")[0]}["bob"]
     with Grader(course=course.root) as grader:
 
-        def assess(data: bytes, student: str, name: str, threads: int) -> Assessment:
+        def assess(data: bytes, student: str, name: str, threads: int, *_: object) -> Assessment:
             top = grader.points.auto
             scores = _scores(course, 2.0, a2c=1.0)
             parts = {key: PartScore(value, top[key], "") for key, value in scores.items()}
@@ -256,7 +259,7 @@ def test_a_changed_point_value_is_brought_into_the_course_then_regraded(tmp_path
     with Grader(_source_worth(tmp_path, a2c=6.0), course=course.root) as grader:
         assert point_changes(grader.points, grader.course) == ["a2c 4 -> 6"]
 
-        def assess(data: bytes, student: str, name: str, threads: int) -> Assessment:
+        def assess(data: bytes, student: str, name: str, threads: int, *_: object) -> Assessment:
             top = grader.points.auto
             scores = _scores(course, 2.0, a2c=0.0 if student == "amy" else 6.0)
             parts = {key: PartScore(value, top[key], "") for key, value in scores.items()}
@@ -323,3 +326,95 @@ def test_a_changed_point_value_is_brought_into_the_course_then_regraded(tmp_path
     with Gradebook(course.db_url) as gradebook:
         late = gradebook.find_submission_notebook("a2c", ASSIGNMENT, "bob")
         assert late.late_submission_penalty == pytest.approx(1.9)
+
+
+def _source_with_agent_points(tmp_path: Path) -> Path:
+    """The solution notebook whose course gives the verified agent 2 points (target 400)."""
+    from solutions.build_notebooks import SOURCE_NOTEBOOK
+
+    nb = nbformat.read(SOURCE_NOTEBOOK, as_version=4)
+    nb.metadata["a2c"] = {"agent": {"target_score": 400, "points": 2}}
+    path = tmp_path / "source" / "a2c.ipynb"
+    path.parent.mkdir()
+    nbformat.write(nb, path)
+    return path
+
+
+def agent_class(folder: Path) -> list[Submission]:
+    """alice hands in her agent as a2c_agent.json beside the notebook (its output cleared),
+    bob in the save cell's output, both the reference's weights (seeded: the same agent)."""
+    import json
+
+    from course_lib.saved_agent import AGENT_FILE
+    from tests.test_agent_play import _bundle, _with_agent
+
+    subs = []
+    for student, beside in (("alice", True), ("bob", False)):
+        own = folder / student
+        own.mkdir(parents=True)
+        nb = _with_agent(_bundle())
+        if beside:
+            for cell in nb.cells:
+                if cell.cell_type == "code":
+                    cell.outputs = []
+            (own / AGENT_FILE).write_text(json.dumps(_bundle()))
+        nbformat.write(nb, own / "a2c.ipynb")
+        subs.append(Submission(student, own / "a2c.ipynb", 0.0))
+    return subs
+
+
+@pytest.mark.rom
+@pytest.mark.slow
+def test_regrade_keeps_the_agent_file_and_the_verified_score_of_unchanged_weights(tmp_path):
+    """A course that gives the agent points: grade-all keeps alice's a2c_agent.json beside her
+    received notebook; a hidden test took a point of her a2c, and the fixed grader gives it
+    back. regrade grades her agent from the kept file and keeps the verified score already
+    recorded for the same weights (no new draw: the same scores, seeds and points), records
+    her move, and leaves bob, whose grade did not move, as he was."""
+    from autograder.core.intake.submission_file import KEPT_AGENT_SUFFIX
+    from autograder.nbgrader.grader import Grader, grade_many
+    from tests.test_agent_play import SHORT
+
+    subs = agent_class(tmp_path / "inbox")
+    out = tmp_path / "out"
+    source = _source_with_agent_points(tmp_path)
+    with Grader(source) as grader:
+        grader.assessor.agent_protocol = SHORT
+        real = grader.assess
+
+        def buggy(data, student, name, threads, agent_file=None, memory=None):
+            assessment = real(data, student, name, threads, agent_file, memory)
+            if student == "alice":  # the bug the fix removes: a point off her a2c
+                part = assessment.result.parts["a2c"]
+                assessment.result.parts["a2c"] = replace(part, score=part.score - 1.0)
+            return assessment
+
+        grader.assess = buggy
+        first = grade_many(grader, subs, out, jobs=2, progress=False, histogram=False)
+    assert [r.status for r in first] == ["graded", "graded"], [r.notes for r in first]
+    before = {row["student"]: row for row in read_rows(out / "grades.csv")[0]}
+    # a verified score for both (an untrained agent in 2 games of 60 steps may score 0 points)
+    assert all(row["agent_score"] != "" and row["agent_points"] for row in before.values())
+    kept = {sub.student: sub.path for sub in stored_submissions(out)[0]}
+    assert kept["alice"].with_name(kept["alice"].stem + KEPT_AGENT_SUFFIX).is_file()
+    assert not kept["bob"].with_name(kept["bob"].stem + KEPT_AGENT_SUFFIX).exists()
+    recorded = AgentRecords(out).previous("alice")
+    bob_row = (out / "grades.csv").read_text().splitlines()
+    with Grader(source) as grader:
+        grader.assessor.agent_protocol = SHORT
+        fresh = grader.assess(kept["alice"].read_bytes(), "alice", "a2c.ipynb", 1,
+                              kept["alice"].with_name(kept["alice"].stem + KEPT_AGENT_SUFFIX)
+                              .read_bytes())  # fmt: skip
+        done = regrade(grader, out)
+    assert done.moved == ["alice"], done.lines
+    after = {row["student"]: row for row in read_rows(out / "grades.csv")[0]}
+    assert float(after["alice"]["a2c"]) == float(before["alice"]["a2c"]) + 1.0
+    for key in ("agent_score", "agent_std", "agent_points", "agent_digest"):
+        assert after["alice"][key] == before["alice"][key] != "", key
+    again = AgentRecords(out).previous("alice")
+    assert again["verified"] == recorded["verified"] and again["seeds"] == recorded["seeds"]
+    assert again.get("kept") is True and "no saved agent" not in after["alice"]["notes"]
+    assert fresh.result.agent["seeds"] != recorded["seeds"]  # without the record: a new draw
+    assert [line for line in bob_row if line.startswith("bob,")] == [
+        line for line in (out / "grades.csv").read_text().splitlines() if line.startswith("bob,")
+    ]

@@ -91,6 +91,36 @@ def test_save_agent_writes_the_file_and_puts_the_bundle_in_the_output(network, t
     assert "no game ended while training" in repr(early)
 
 
+def test_save_agent_refuses_a_network_the_grader_cannot_read_and_says_what_it_needs(tmp_path):
+    """The grader plays the weights in its own copy of the course's network, finding each layer
+    by its shape: a network with a layer too many, or without the value head, is refused
+    before anything is written, with the shapes it needs; the course's network laid out
+    otherwise (other names, no biases, one head of n_actions + 1 outputs) is saved."""
+    import torch.nn as nn
+
+    class Laid(nn.Module):
+        def __init__(self, extra: bool = False, value: bool = True):
+            super().__init__()
+            self.a = nn.Conv2d(4, 32, 8, 4, bias=False)
+            self.b = nn.Conv2d(32, 64, 4, 2, bias=False)
+            self.c = nn.Conv2d(64, 64, 3, 1, bias=False)
+            self.d = nn.Linear(3136, 512)
+            self.heads = nn.Linear(512, 7 if value else 6)
+            if extra:
+                self.e = nn.Linear(512, 512)
+
+    runner = fake_runner([10.0] * 3)
+    path = tmp_path / AGENT_FILE
+    for wrong, named in ((Laid(extra=True), "no layer has the shape of e.weight (512, 512)"),
+                         (Laid(value=False), "the value head 512->1 (1, 512)")):  # fmt: skip
+        with pytest.raises(ValueError, match="cannot be saved for grading") as refused:
+            save_agent(wrong, runner, SPACE_INVADERS, path=path)
+        assert named in str(refused.value) and "(32, 4, 8, 8)" in str(refused.value)
+        assert not path.exists()
+    saved = save_agent(Laid(), runner, SPACE_INVADERS, path=path)
+    assert path.exists() and unpack_agent(saved.bundle).n_actions == 6
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), 70_000.0])
 def test_diverged_weights_are_refused_when_saving(bad):
     state = {"head.weight": torch.tensor([[0.5, bad]])}

@@ -713,7 +713,9 @@ def test_checkpoints_run_no_code_from_the_file_and_name_a_wrong_file(tmp_path):
         load_checkpoint(tmp_path / "noise.pt")
 
 
-def test_evaluate_says_what_to_give_instead_of_a_notebook_or_a_students_network(tmp_path, capsys):
+def test_evaluate_refuses_a_notebook_and_reads_a_students_network_as_the_grader_does(
+    tmp_path, capsys
+):
     from course_lib.saved_agent import save_agent
     from solutions.evaluate import main as evaluate
 
@@ -725,25 +727,40 @@ def test_evaluate_says_what_to_give_instead_of_a_notebook_or_a_students_network(
     assert stopped.value.code == 2 and "is a notebook, not an agent" in err
     assert f"python -m autograder grade {notebook}" in err and "a2c_agent.json" in err
 
-    class Students(torch.nn.Module):  # a student's own network: other layers than the course's
-        def __init__(self):
-            super().__init__()
-            self.body = torch.nn.Linear(8, 6)
-
     from types import SimpleNamespace
 
     from course_lib.episode_stats import EpisodeStats
+    from solutions.reference import make_model
 
     runner = SimpleNamespace(  # what save_agent reads of the notebook's EnvRunner
         episode_stats=EpisodeStats(), step_var=1000,
         env=SimpleNamespace(single_action_space=gym.spaces.Discrete(6)),
     )  # fmt: skip
-    saved = save_agent(
-        Students(), runner, "SpaceInvadersNoFrameskip-v4", path=tmp_path / "a2c_agent.json"
+    reference = make_model(6)
+    trunk = [m for m in reference.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+
+    class Renamed(torch.nn.Module):  # a student's network: the course's, its layers named otherwise
+        def __init__(self):
+            super().__init__()
+            self.features = torch.nn.ModuleList(trunk[:4])
+            self.pi, self.v = trunk[4], trunk[5]
+
+    saved = save_agent(Renamed(), runner, "SpaceInvadersNoFrameskip-v4", path=tmp_path / "a.json")
+    args = [str(saved.path), "--games", "1", "--max-agent-steps", "20", "--no-progress"]
+    assert evaluate(args) == evaluate(args) >= 0  # read as the reference network: it plays
+    assert "read as the course's network (conv1=features.0.weight+features.0.bias" in (
+        capsys.readouterr().err
     )
+
+    class OneHead(torch.nn.Module):  # both heads in one layer: two readings of the rows
+        def __init__(self):
+            super().__init__()
+            self.features = torch.nn.ModuleList(trunk[:4])
+            self.heads = torch.nn.Linear(512, 7)
+
+    saved = save_agent(OneHead(), runner, "SpaceInvadersNoFrameskip-v4", path=tmp_path / "b.json")
     with pytest.raises(SystemExit) as stopped:
         evaluate([str(saved.path), "--no-progress"])
     err = capsys.readouterr().err
-    assert stopped.value.code == 2 and "the saved weights do not fit this network" in err
-    assert "the course's reference network only" in err
+    assert stopped.value.code == 2 and "read as the course's network in 2 ways" in err
     assert "python -m autograder grade NOTEBOOK.ipynb" in err

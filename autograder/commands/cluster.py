@@ -105,8 +105,10 @@ def _cluster_client(address: str, args: argparse.Namespace) -> Any:
     from autograder.core.cluster.connection import connect
     from autograder.core.cluster.security import (
         CERTIFICATES_VARIABLE,
+        check_listening,
         check_scheduler_address,
         cluster_security,
+        scheduler_sockets,
     )
 
     named = args.certificates or os.environ.get(CERTIFICATES_VARIABLE, "").strip() or None
@@ -115,4 +117,11 @@ def _cluster_client(address: str, args: argparse.Namespace) -> Any:
     if warning:
         print(warning, file=sys.stderr)
     tls = address.startswith("tls://")
-    return connect(address, security=cluster_security(certificates) if tls else None)
+    client = connect(address, security=cluster_security(certificates) if tls else None)
+    if not tls and not args.insecure_cluster:  # where it really listens, not what was typed
+        try:
+            check_listening(address, client.run_on_scheduler(scheduler_sockets))
+        except BaseException:
+            client.close()
+            raise
+    return client

@@ -24,20 +24,26 @@ What :meth:`Assessor.assess` does, in the grader's own trusted process, with a s
    could change is sanitised (:mod:`autograder.core.intake.student_markdown`).
 
 The result (:class:`Assessment`) is plain data, so the step runs on a cluster's worker as well
-as here. Nothing here knows nbgrader: the front ends (``grade``/``grade-all`` with nbgrader's
+as here.
+
+Why one module: the steps above share one assessor's state (the release and its points, the
+snapshot the sandbox is shown, the redactor of host paths, the agent's settings and protocol,
+the lock the judging takes) and one submission's (its plan, its job's cells, the agent's check
+riding in the run), in that order; split, each step would reach into the others' names. Nothing here knows nbgrader: the front ends (``grade``/``grade-all`` with nbgrader's
 gradebook, Gradescope, PrairieLearn) record or report what comes back. Nothing here raises
 because of a submission: its :class:`~autograder.core.reports.grade_result.GradeResult` says what happened.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import shutil
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +51,8 @@ from typing import Any
 import nbformat
 
 from autograder.core.agent_play.feedback import show_in_notebook
+from autograder.core.agent_play.handed_in import HandedIn, handed_in
+from autograder.core.agent_play.model_check import CHECK_PART, add_check
 from autograder.core.agent_play.settings import REPLAY_FRAMES, agent_outcome, agent_settings
 from autograder.core.agent_play.verification import verify_agent
 from autograder.core.file_tree import tree_digest
@@ -90,6 +98,8 @@ RESERVE_SECONDS = 60.0
 #: The sandbox's wall clock: the runner's budget plus this, for start-up and kills.
 WALL_MARGIN = 60.0
 WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times its CPU limit
+#: What a run's start takes (the sandbox, Python, IPython and torch imported), for its CPU cap.
+START_SECONDS = 30.0
 _GRADER_DIR = "/grader"
 #: Judging draws on torch's global random state (fixtures are built from seeds), so parallel
 #: gradings judge one at a time.
@@ -210,10 +220,10 @@ class Assessor:
         """What a notebook's whole run may take: one cell limit and a reserve for the rest."""
         return self.timeout + RESERVE_SECONDS * time_scale
 
-    def _run(self, nb: nbformat.NotebookNode, plan: dict[str, Any], threads: int):
+    def _run(self, cells: list[dict[str, Any]], plan: dict[str, Any], threads: int):
         budget = self.budget(plan.get("time_scale", 1.0))
         job = {
-            "cells": job_cells(nb, self._names),
+            "cells": cells,
             "steps": plan["parts"],
             "time_scale": plan.get("time_scale", 1.0),
             "cell_seconds": self.timeout,
@@ -238,15 +248,26 @@ class Assessor:
             f"{_GRADER_DIR}/bin/executor.py",
         ]
         readonly = {f"{_GRADER_DIR}/bin": self._bin, f"{_GRADER_DIR}/lib": self.lib}
+        limits = self.limits
+        if limits.cpu_seconds is None:  # every process it starts counted (isolation.cpu_meter)
+            limits = dataclasses.replace(limits, cpu_seconds=self.cpu_cap(budget, threads))
         return run_isolated(
             argv,
             readonly,
             env,
             records.dumps(job).encode(),
             min(self.wall_seconds, budget + WALL_MARGIN),
-            limits=self.limits,
+            limits=limits,
             isolate=self.isolate,
         )
+
+    @staticmethod
+    def cpu_cap(budget: float, threads: int) -> float:
+        """The CPU a notebook's whole run may use, every process it starts counted: its
+        ``threads`` busy for its budget and its start. An honest run cannot reach it (one thread
+        is busy at most for the wall clock); cells that fork processes burning the CPU are
+        stopped there, not at the wall clock, which counts no process."""
+        return (budget + START_SECONDS) * max(1, threads)
 
     def assess(
         self,
@@ -255,10 +276,15 @@ class Assessor:
         name: str = "a2c.ipynb",
         threads: int = 1,
         agent_file: bytes | None = None,
+        memory: Mapping[str, Any] | None = None,
     ) -> Assessment:
         """Run and judge the submission ``data`` (the file's bytes), then, where the course's
         settings ask for it, play its saved agent (from the notebook's output, else
-        ``agent_file``: the bytes of the ``a2c_agent.json`` handed in beside it); never raises."""
+        ``agent_file``: the bytes of the ``a2c_agent.json`` handed in beside it) in the
+        grader's own network, once its make_model, checked in the same run, earns it; never
+        raises. ``memory``: what the class already holds of this student's agent,
+        ``{"key": hex, "previous": outcome}`` (plain data: the class's key for the weights'
+        fingerprint, the outcome recorded at an earlier grading, kept for the same weights)."""
         start = time.perf_counter()
         result = GradeResult(
             student, source=name, sandboxed=self.isolate, isolation=self.isolation
@@ -281,11 +307,17 @@ class Assessor:
                 return Assessment(result)
             result.notes += repair_submission(nb, self.release)
             plan = make_plan(new_seed())  # this grading's own cases, unknown in advance
+            cells = job_cells(nb, self._names)
+            agent, check = None, None
+            if self.agent.replay:  # read as plain data now, before the notebook's output goes
+                agent = handed_in(nb, agent_file=agent_file, protocol=self.agent_protocol)
+                if agent.playable:  # make_model's check rides in the parts' run
+                    check = add_check(plan, cells, agent.weights)
             # The reference's observations on these cases, computed while the sandbox runs.
             references = threading.Thread(target=self._prepare_references, args=(plan,))
             references.start()
             try:
-                ran = self._run(nb, plan, threads)
+                ran = self._run(cells, plan, threads)
             finally:
                 references.join()
             result.timings["sandbox"] = ran.seconds
@@ -294,8 +326,9 @@ class Assessor:
             with _JUDGE_LOCK:
                 self._judge(result, nb, plan, ran, channel)
             result.timings["judge"] = time.perf_counter() - judged
-            if self.agent.replay:  # before keep_submitted_outputs, which drops the bundle
-                self._play_agent(result, nb, agent_file)
+            if agent is not None:
+                records = channel.records.get(CHECK_PART) if CHECK_PART in plan["parts"] else None
+                self._play_agent(result, agent, records, check, memory or {})
             result.notes += keep_submitted_outputs(nb)
             show_in_notebook(nb, result.agent)
             result.notes += safe_markdown(nb, self.release)
@@ -308,19 +341,29 @@ class Assessor:
         finally:
             result.seconds = time.perf_counter() - start
 
-    def _play_agent(self, result: GradeResult, nb: Any, agent_file: bytes | None) -> None:
-        """The verified score of the submission's agent into ``result.agent``; what went wrong
-        (no agent, a hang, a crash, a claim far above the games) in its notes."""
-        played, cpu = time.perf_counter(), time.thread_time()  # the driver runs in this thread
+    def _play_agent(
+        self,
+        result: GradeResult,
+        agent: HandedIn,
+        check: dict[str, Any] | None,
+        case: dict[str, Any] | None,
+        memory: Mapping[str, Any],
+    ) -> None:
+        """The verified score of the submission's agent into ``result.agent``: played here, in
+        the grader's own network, when make_model's ``check`` (its records from the parts' run)
+        passed; what went wrong (no agent, a refused one, a make_model that computes another
+        network, a claim far above the games) in its notes."""
+        played = time.perf_counter()
+        key = bytes.fromhex(str(memory.get("key") or ""))
         report = verify_agent(
-            nb, self._bin, self.lib, protocol=self.agent_protocol, agent_file=agent_file,
-            isolate=self.isolate, replay_steps=REPLAY_FRAMES,
+            agent, check, case, self.agent_protocol, replay_steps=REPLAY_FRAMES, key=key,
+            previous=memory.get("previous"),
         )  # fmt: skip
         result.agent = agent_outcome(report, self.agent)
         result.timings["agent"] = time.perf_counter() - played
-        # What it cost: the grader's driver, and the agent's process as it reported it (a
-        # figure for docs/benchmarks.md, never part of a grade).
-        result.agent["cpu_seconds"] = round(time.thread_time() - cpu + report.sandbox_cpu, 2)
+        # What it cost: this thread's CPU while it played (a figure for docs/benchmarks.md,
+        # never part of a grade).
+        result.agent["cpu_seconds"] = round(report.cpu_seconds, 2)
         if report.note:
             note = self._redactor.redact(report.note, None)
             result.agent["note"] = note

@@ -16,6 +16,8 @@ import re
 import stat
 from pathlib import Path
 
+from autograder.core.intake.submission_file import KEPT_AGENT_SUFFIX
+
 __all__ = ["MAX_RECEIVED_BYTES", "CourseFolderError", "check_course_dir", "keep_received"]
 
 #: A received file larger than this is not kept (nor graded: the grader refuses it too).
@@ -75,8 +77,13 @@ def check_course_dir(folder: Path, allow_git: bool = False) -> Path:
     return folder
 
 
-def keep_received(folder: Path, student: str, source: Path, stamp: str) -> Path | None:
-    """Keep ``source`` byte for byte as ``folder/<student>/<stamp>-<sha256[:12]>.ipynb``.
+def keep_received(
+    folder: Path, student: str, source: Path, stamp: str, agent: bytes | None = None
+) -> Path | None:
+    """Keep ``source`` byte for byte as ``folder/<student>/<stamp>-<sha256[:12]>.ipynb``, and
+    ``agent`` (the bytes of the saved agent handed in beside it, if any) as the same name with
+    :data:`~autograder.core.intake.submission_file.KEPT_AGENT_SUFFIX` (the digest is then of
+    both), so that a ``regrade`` grades the agent that came with the notebook.
 
     The same bytes already kept for that student are not written twice (the existing copy is
     returned); nothing is ever overwritten. Returns ``None`` when ``source`` is not a regular
@@ -107,12 +114,20 @@ def keep_received(folder: Path, student: str, source: Path, stamp: str) -> Path 
         data = b"".join(chunks)
     finally:
         os.close(handle)
-    digest = hashlib.sha256(data).hexdigest()[:12]
+    digest = hashlib.sha256(data if agent is None else data + b"\0" + agent).hexdigest()[:12]
     target_dir = Path(folder) / student
     target_dir.mkdir(parents=True, exist_ok=True)
     for existing in sorted(target_dir.glob(f"*-{digest}.ipynb")):
         return existing
     target = target_dir / f"{stamp}-{digest}.ipynb"
+    if agent is not None:  # first, so that a kept notebook always has its agent beside it
+        _write_new(target.with_name(target.stem + KEPT_AGENT_SUFFIX), agent)
+    _write_new(target, data)
+    return target
+
+
+def _write_new(target: Path, data: bytes) -> None:
+    """``data`` into the new file ``target`` (read-only), never over an existing one."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
     out = os.open(target, flags, 0o444)
     try:
@@ -121,4 +136,3 @@ def keep_received(folder: Path, student: str, source: Path, stamp: str) -> Path 
             view = view[os.write(out, view) :]
     finally:
         os.close(out)
-    return target

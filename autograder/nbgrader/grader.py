@@ -56,13 +56,14 @@ from autograder.core.file_tree import read_tree
 from autograder.core.intake.collect import Problem, Submission, student_id
 from autograder.core.intake.submission_file import (
     UnreadableNotebook,
-    agent_file_beside,
+    agent_file_for,
     read_bytes,
 )
 from autograder.core.isolation import DEFAULT_LIMITS, SandboxLimits, require_isolation
 from autograder.core.isolation.unsandboxed import require_unsandboxed_user
 from autograder.core.reports.grade_result import GradeResult
 from autograder.nbgrader.agent_comment import record_agent_comment
+from autograder.nbgrader.class_reports.agent_records import AgentRecords
 from autograder.nbgrader.course import (
     SOURCE_NOTEBOOK,
     CourseTemplate,
@@ -188,9 +189,10 @@ class Grader:
         name: str = "a2c.ipynb",
         threads: int = 1,
         agent_file: bytes | None = None,
+        memory: dict[str, Any] | None = None,
     ) -> Assessment:
         """Run and judge the submission ``data`` (:meth:`Assessor.assess`); never raises."""
-        return self.assessor.assess(data, student, name, threads, agent_file)
+        return self.assessor.assess(data, student, name, threads, agent_file, memory)
 
     # ------------------------------------------------------------------ step 2: record
     def record(
@@ -249,11 +251,13 @@ class Grader:
         feedback_dir: Path | None = None,
         threads: int = 1,
         log: ProgressLog | None = None,
+        memory: dict[str, Any] | None = None,
     ) -> GradeResult:
         """Grade the notebook at ``path`` as ``student`` (by default named after the file).
 
         With ``feedback_dir``, the feedback HTML is copied to ``feedback_dir/<student>.html``;
-        with ``log``, the grade is appended to it once recorded.
+        with ``log``, the grade is appended to it once recorded; ``memory``: what the class
+        holds of the student's agent (:meth:`Assessor.assess`).
         """
         path = Path(path).resolve()
         student = student or student_id(path) or "student"
@@ -265,7 +269,7 @@ class Grader:
             )
             _append(log, result)
             return result
-        assessment = self.assess(data, student, path.name, threads, agent_file_beside(path))
+        assessment = self.assess(data, student, path.name, threads, agent_file_for(path), memory)
         assessment.result.source = str(path)
         return self.record(assessment, feedback_dir, log)
 
@@ -345,11 +349,14 @@ def grade_many(
     out.mkdir(parents=True, exist_ok=True)
     feedback_dir = out / "feedback" if feedback else None
     log = ProgressLog(out / "progress.jsonl")
+    records = AgentRecords(out)  # the class's key and each student's agent, kept in out/agents
     if cluster is not None:  # assessed there, recorded here
-        engine = cluster.engine(grader.assessor)
+        engine = cluster.engine(grader.assessor, lambda sub: records.memory(sub.student))
     else:  # each job grades and records its submission
         engine = LocalGrading(jobs).engine(
-            lambda sub, threads: grader.grade(sub.path, sub.student, feedback_dir, threads, log)
+            lambda sub, threads: grader.grade(
+                sub.path, sub.student, feedback_dir, threads, log, records.memory(sub.student)
+            )
         )
     results = grade_class(
         engine, lambda assessment: grader.record(assessment, feedback_dir, log), submissions, progress

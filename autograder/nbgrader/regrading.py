@@ -41,9 +41,10 @@ from typing import Any
 from autograder.core.course.points import CoursePoints
 from autograder.core.fan_out import LocalGrading, grade_class, unreadable
 from autograder.core.intake.collect import Submission
-from autograder.core.intake.submission_file import UnreadableNotebook, read_bytes
+from autograder.core.intake.submission_file import UnreadableNotebook, agent_file_for, read_bytes
 from autograder.core.reports.grade_result import GradeResult
 from autograder.core.reports.safe_text import points_text
+from autograder.nbgrader.class_reports.agent_records import AgentRecords
 from autograder.nbgrader.class_reports.change_lines import describe
 from autograder.nbgrader.class_reports.grade_row import GradeRow, number_in, points_cell
 from autograder.nbgrader.class_reports.grades_csv import (
@@ -111,8 +112,10 @@ def stored_submissions(out: Path) -> tuple[list[Submission], list[str]]:
 
 
 def _scores(row: GradeRow, points: CoursePoints) -> tuple:
-    """The status and the autograded parts' points, at the CSV's precision."""
-    return (row.status, *(points_cell(row.scores.get(key)) for key in points.auto))
+    """The status, the autograded parts' points and, where the course gives the agent points,
+    the agent's, at the CSV's precision."""
+    agent = (points_cell(row.agent_points),) if points.agent else ()
+    return (row.status, *(points_cell(row.scores.get(key)) for key in points.auto), *agent)
 
 
 def _new_row(result: GradeResult, old: GradeRow, points: CoursePoints) -> GradeRow:
@@ -190,9 +193,17 @@ def _write_new_maximum(
     write_class(rows, columns, out / "grades.csv")
 
 
-def _assess_all(grader: Any, subs: Sequence[Submission], jobs: int, cluster: Any) -> list:
+def _assess_all(
+    grader: Any,
+    subs: Sequence[Submission],
+    jobs: int,
+    cluster: Any,
+    records: AgentRecords,
+    dry_run: bool,
+) -> list:
     """The assessments of ``subs`` (nothing recorded; an unreadable file left out), on
-    ``cluster`` or in ``jobs`` threads: the fan-out of ``grade-all``."""
+    ``cluster`` or in ``jobs`` threads: the fan-out of ``grade-all``; each with the agent kept
+    beside its file and what ``records`` holds of the student's."""
     found: list = []
 
     def keep(assessment: Any) -> GradeResult:
@@ -205,10 +216,13 @@ def _assess_all(grader: Any, subs: Sequence[Submission], jobs: int, cluster: Any
             data = read_bytes(sub.path)
         except UnreadableNotebook as error:
             return unreadable(sub, error)
-        return grader.assess(data, sub.student, sub.path.name, threads)
+        memory = records.memory(sub.student, not dry_run)
+        return grader.assess(
+            data, sub.student, sub.path.name, threads, agent_file_for(sub.path), memory
+        )
 
     if cluster is not None:
-        engine = cluster.engine(grader.assessor)
+        engine = cluster.engine(grader.assessor, lambda sub: records.memory(sub.student, not dry_run))
     else:
         engine = LocalGrading(jobs).engine(one)
     grade_class(engine, keep, subs)
@@ -234,7 +248,7 @@ def regrade(
     subs, skipped = stored_submissions(out)
     old_rows, columns = read_class(out / "grades.csv", grader.points)
     old = {row.student: row for row in old_rows if row.student}
-    assessments = _assess_all(grader, subs, jobs, cluster)
+    assessments = _assess_all(grader, subs, jobs, cluster, AgentRecords(out), dry_run)
     lines, moved = moved_lines(old, [a.result for a in assessments], grader.points)
     header = f"{len(moved)} of {len(assessments)} student(s) changed; the others left as they were"
     lines = [header, *[f"  {line}" for line in lines], *[f"  {line}" for line in skipped]]

@@ -41,10 +41,16 @@ class                 what the notebook does
                       cell hang when it is replayed after a kill
 ``flood_envelope``    reaches the executor's reply pipe through the call stack and sends lines of
                       millions of nested lists where a record's text belongs
+``recursion_frame``   writes lines of 4 KB of nested JSON (a ``RecursionError``, not a
+                      ``ValueError``, for ``json.loads``) to the runner that supervises it
 ``leave_ipc``         leaves a 64 MiB System V shared memory segment (mode 0666), a message
                       queue and a semaphore set (key ``0x0a2c0033``) for the next run
 ``reach_scheduler``   reads a Dask scheduler's address from ``/proc`` and the environment,
                       connects, and patches every worker's judging through ``Client.run``
+``every_cell_to_its_limit`` (:data:`COSTLY`) makes every later cell run to its time limit with
+                      SIGINT ignored (killed), and return at once when it is replayed
+``fork_burners``      (:data:`FORK_BURNERS`) forks four processes that spin on the CPU, each in a
+                      session of its own, then waits: the wall clock counts none of them
 ``kill_runner``       (:data:`COSTLY`) kills and stops the supervising runner, by its parent's pid,
                       by name, ``kill(-1)`` and ``kill(0)``
 ====================  ==========================================================================
@@ -533,6 +539,17 @@ def make_model(n_actions):
         replies.flush()
     raise NotImplementedError()
 """,
+    "recursion_frame": r"""
+# 4 KB of nested JSON, a RecursionError for json.loads, sent to the process that supervises this
+# one as a reply line (the executor's reply pipe is its first argument), as a request line
+# would be, then a reply of its own with the request's number.
+import os, sys
+_fd = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else None
+if _fd is not None:
+    _deep = b"[" * 4096 + b"]" * 4096
+    os.write(_fd, _deep + b"\n")
+    os.write(_fd, b'{"seq": 1, "key": ' + _deep + b', "record": ' + _deep + b"}\n")
+""",
     "leave_ipc": r"""
 # Leave System V IPC behind for the next run (another user id): a 64 MiB shared memory segment
 # any user may open, with a message in it, a message queue and a semaphore set.
@@ -610,6 +627,24 @@ def _later(*args, **kwargs):
         _hang()
 get_ipython().events.register("post_run_cell", _later)
 ''',
+    "every_cell_to_its_limit": r'''
+# Every later cell runs to its time limit with SIGINT ignored, so it is killed; replayed after
+# the kill (the run's own folder remembers it ran), it returns at once: every kill replays the
+# notebook, and the next cell hangs again.
+import hashlib, os, signal, tempfile, time
+from IPython import get_ipython
+_seen = os.path.join(tempfile.gettempdir(), ".{token}-cells")
+os.makedirs(_seen, exist_ok=True)
+def _to_the_limit(info):
+    mark = os.path.join(_seen, hashlib.sha256(info.raw_cell.encode()).hexdigest())
+    if os.path.exists(mark):
+        return  # a replay: fast
+    open(mark, "w").close()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        time.sleep(0.1)
+get_ipython().events.register("pre_run_cell", _to_the_limit)
+''',
     "kill_runner": r'''
 # Kill or stop the process that supervises this one, by every way it could be reached.
 import os, signal
@@ -635,6 +670,19 @@ os.kill(0, signal.SIGKILL)
 }
 
 
+#: Forks four processes that spin on the CPU, each in a session of its own (out of the
+#: executor's process group), then waits: the run's CPU cap, every process counted, stops it.
+FORK_BURNERS = r'''
+import os, time
+for _ in range(4):
+    if os.fork() == 0:
+        os.setsid()
+        while True:
+            pass
+time.sleep(3600)
+'''
+
+
 #: Lexers a student can name that never return on ``<!--`` (mcschema) or that a fuzz of every
 #: pygments lexer found super-linear.
 SLOW_LEXERS = ("mcschema", "easytrieve", "systemd", "autohotkey", "gherkin", "nemerle", "fan")
@@ -657,10 +705,25 @@ def _lexer_metadata(nb: NotebookNode) -> None:
             cell.metadata["magics_language"] = "mcschema"
 
 
+def _evicted_markdown(nb: NotebookNode) -> None:
+    """Three answers with an ``ipython3`` fence of 19,000 dots (IPython's lexer is quadratic
+    on them: seconds each), then 520 short cells: once past a 512-entry cache of renderings,
+    nbgrader's own pass under the gradebook's lock rendered the slow ones again."""
+    for number in range(3):
+        nb.cells.append(nbformat.v4.new_markdown_cell(f"Answer {number}:\n\n```ipython3\n{'.' * 19_000}\n```"))
+    for number in range(520):
+        nb.cells.append(nbformat.v4.new_markdown_cell(f"note {number}"))
+
+
 #: Attacks made of the notebook itself, on what the trusted side does with it (rendering):
 #: ``lexer_fence`` and ``lexer_metadata`` name a pygments lexer that never returns, which the
-#: feedback, nbgrader and formgrader would run in the grader's own process.
-NOTEBOOK_ATTACKS = {"lexer_fence": _lexer_fence, "lexer_metadata": _lexer_metadata}
+#: feedback, nbgrader and formgrader would run in the grader's own process; ``evicted_markdown``
+#: makes the course's own lexer slow and the grader render it again under the gradebook's lock.
+NOTEBOOK_ATTACKS = {
+    "lexer_fence": _lexer_fence,
+    "lexer_metadata": _lexer_metadata,
+    "evicted_markdown": _evicted_markdown,
+}
 
 #: Code a student puts into a graded part for the instructor's similarity report
 #: (:mod:`autograder.similarity`), which shows the matching parts of a pair side by side in HTML

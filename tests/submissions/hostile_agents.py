@@ -1,37 +1,52 @@
-"""Hostile agents: a saved agent whose ``make_model`` tries to get a verified score it did not earn,
-or to break the grader that plays it (issue 33, item 5).
+"""Hostile agents: a notebook whose ``make_model`` tries to get a verified score its weights did
+not earn, or to break the grader that plays them (issues 33 and 44).
 
-Each attack is a cell added right after the solution notebook's ``make_model`` cell, so that the
-sandboxed agent (``autograder/sandboxed/bin/agent_server.py``) builds its network with it; the
-weights are the reference network's. ``tests/test_agent_play.py`` plays each one and checks
-that the grader's note names the failure and that no score comes back.
+The grader plays the saved weights in its own copy of the course's network; the student's
+``make_model`` only earns that replay, in the parts' sandbox, by computing the course's network
+with those weights (autograder/core/agent_play/model_check.py). Each attack is a cell added
+right after the solution notebook's ``make_model`` cell; the weights are the reference
+network's. ``tests/test_agent_play.py`` grades each one.
 
-==================  ===========================================================================
-attack              what the network does when the grader asks it for logits
-==================  ===========================================================================
-``wrong_shape``     answers one logit too many per observation
-``non_finite``      answers NaN logits
-``hang``            sleeps past the step's time limit
-``crash``           ends its own process in the middle of the games
-``forge_channel``   writes a fake "answer" frame of its own into the channel before the real one
-``slow``            answers each batch just inside the step's limit, so all its answers together
-                    pass the agent's time budget (weights that make the model slow)
-``huge``            asks for 64 GiB of memory when it answers (weights that make it huge)
-``actions``         answers actions ``(B,)`` out of the game's range instead of logits ``(B, A)``
-``seed_hunt``       looks for the games' seeds everywhere it can: the process's objects, its
-                    environment, every process's command line and environment, the files it is
-                    shown; prints ``FOUND`` if it sees one (the test fixes the seeds to know them)
-``eval_switch``     behaves differently under evaluation (``torch.no_grad``, batches of frames it
-                    never trained on): always fires; its score is what the grader's games give
-``cpu_burn``        spins in two threads beside honest answers: capped at the verification's CPU
-                    (the grader measures the sandbox's CPU from outside), the finished games scored
-==================  ===========================================================================
+=====================  ==========================================================================
+attack                 what ``make_model`` does
+=====================  ==========================================================================
+``scripted_elsewhere`` the course's network everywhere but where it can tell it is being replayed
+                       (``A2C_CHANNEL_FD`` in its environment, ``sys.argv[0]`` ending in
+                       ``agent_server.py``): there, a scripted "sweep right and fire, sweep left
+                       and fire" policy. It scored 380 and took the agent's points when the
+                       replay ran the student's ``make_model`` (issue 44); now the replay runs no
+                       student code, so its score is the saved weights' own
+``scripted``           the scripted policy always: it computes another network than the course's
+                       with the weights, so it earns no replay
+``eval_switch``        the course's network in training mode, "always fire" in eval mode (an
+                       evaluation): it earns no replay
+``wrong_shape``        one logit too many per observation, in eval mode
+``non_finite``         NaN logits, in eval mode
+``hang``               never returns in eval mode (the check puts the loaded network in it)
+``crash``              ends its own process in eval mode
+=====================  ==========================================================================
 
-``seed_hunt``, ``eval_switch`` and ``cpu_burn`` are not refused: their tests check what they get instead
-(no seed; a score the grader's own games give for what the network did).
+Every one of them gets a note and no verified score, but ``scripted_elsewhere``, whose verified
+score is what the saved weights play in the grader's network.
 """
 
 from __future__ import annotations
+
+import numpy as np
+
+#: The issue's scripted policy, on a batch of observations ``x`` (N, 4, 84, 84): sweep right
+#: and fire for 40 steps, then left and fire for 40 (Space Invaders: 4 RIGHTFIRE, 5 LEFTFIRE).
+SCRIPT = '''
+_sweep = {"step": 0}
+
+
+def _scripted_logits(x):
+    _sweep["step"] += 1
+    action = 4 if (_sweep["step"] // 40) % 2 == 0 else 5
+    logits = torch.full((x.shape[0], 6), -30.0)
+    logits[:, action] = 30.0
+    return logits, torch.zeros(x.shape[0])
+'''
 
 _WRAP = '''
 _honest_make_model = make_model
@@ -48,87 +63,52 @@ def make_model(n_actions):
 '''
 
 AGENT_ATTACKS = {
+    "scripted_elsewhere": "        import os, sys\n"
+    "        replayed = 'A2C_CHANNEL_FD' in os.environ or sys.argv[0].endswith('agent_server.py')\n"
+    "        return _scripted_logits(x) if replayed else honest_forward(x)\n",
+    "scripted": "        return _scripted_logits(x)\n",
+    # The rest behave as the course's network until the module is put in eval mode, as the
+    # grader's check (and any evaluation) does: the model part's probes see the honest network.
+    "eval_switch": "        if net.training:\n"
+    "            return honest_forward(x)\n"
+    "        logits = torch.full((x.shape[0], 6), -20.0)\n"
+    "        logits[:, 1] = 20.0  # FIRE\n"
+    "        return logits, torch.zeros(x.shape[0])\n",
     "wrong_shape": "        logits, value = honest_forward(x)\n"
+    "        if net.training:\n"
+    "            return logits, value\n"
     "        return torch.cat([logits, logits[:, :1]], dim=1), value\n",
     "non_finite": "        logits, value = honest_forward(x)\n"
-    "        return logits * float('nan'), value\n",
-    "hang": "        import time\n        time.sleep(3600)\n",
-    "crash": "        import os\n        os._exit(3)\n",
-    "forge_channel": "        import os, struct\n"
-    "        fd = int(os.environ['A2C_CHANNEL_FD'])\n"
-    "        fake = struct.pack('<4sQ', b'A2CR', 8) + b'\\x00' * 8\n"
-    "        os.write(fd, fake)\n"
+    "        return (logits, value) if net.training else (logits * float('nan'), value)\n",
+    "hang": "        while not net.training:\n"
+    "            pass\n"
     "        return honest_forward(x)\n",
-    "slow": "        import time\n        time.sleep(2.5)\n        return honest_forward(x)\n",
-    "huge": "        hoard = bytearray(64 * 2**30)\n        return honest_forward(x)\n",
-    "actions": "        return torch.full((x.shape[0],), 99.0), None\n",
+    "crash": "        if not net.training:\n"
+    "            import os\n"
+    "            os._exit(3)\n"
+    "        return honest_forward(x)\n",
 }
 
-#: Not refused: tested on what they get (tests/test_agent_play.py).
-SEED_HUNT = """
-import gc, glob, os
-
-_seeds = {{int(text) for text in '{seeds}'.split()}}  # no int constant of its own to find
-
-
-def _hunt():
-    texts = [repr(dict(os.environ))]
-    for path in glob.glob('/proc/[0-9]*/cmdline') + glob.glob('/proc/[0-9]*/environ'):
-        try:
-            texts.append(open(path, 'rb').read().decode('latin-1'))
-        except OSError:
-            pass
-    for root, _, files in os.walk('/grader'):
-        texts += [os.path.join(root, name) for name in files]
-    found = [o for o in gc.get_objects() if isinstance(o, (dict, list, tuple)) and any(
-        isinstance(v, int) and not isinstance(v, bool) and v in _seeds
-        for v in (o.values() if isinstance(o, dict) else o))]
-    text = ' '.join(texts)
-    found += [seed for seed in _seeds if str(seed) in text]
-    print('seed-hunt: searched', len(texts), 'texts;', 'FOUND' if found else 'none', flush=True)
-
-
-_honest_make_model = make_model
-
-
-def make_model(n_actions):  # the grader has drawn the seeds before the network is built
-    _hunt()
-    return _honest_make_model(n_actions)
-"""
-EVAL_SWITCH = """        if torch.is_grad_enabled():  # training: the honest network
-            return honest_forward(x)
-        logits = torch.full((x.shape[0], 6), -20.0)
-        logits[:, 1] = 20.0  # evaluation: always FIRE
-        return logits, None
-"""
-
-#: What the grader's note says for each attack.
+#: What the grader's note says for each attack that earns no replay.
 EXPECTED_NOTES = {
-    "wrong_shape": "refused",
-    "non_finite": "not all finite",
-    "hang": "did not answer",
-    "crash": "ended before the games did|closed its channel",
-    "forge_channel": "refused|did not answer",
-    "slow": "used up its|did not answer",
-    "huge": "ended before the games did|closed its channel|did not answer",
-    "actions": "refused",
+    "scripted": "gives other logits",
+    "eval_switch": "gives other logits",
+    "wrong_shape": "logits should have shape",
+    "non_finite": "hold inf or nan",
+    "hang": "could not be loaded with the saved weights: did not finish",
+    "crash": "could not be loaded with the saved weights: did not finish",
 }
 
 
-def attack_cell(name: str, body: str | None = None) -> str:
-    """The cell that replaces ``make_model`` with attack ``name`` (or whose forward is ``body``)."""
-    return _WRAP.format(body=AGENT_ATTACKS[name] if body is None else body)
+def attack_cell(name: str) -> str:
+    """The cell that replaces ``make_model`` with attack ``name``."""
+    return SCRIPT + _WRAP.format(body=AGENT_ATTACKS[name])
 
-#: Burns CPU beside its answers: a thread that spins between them (and so slows the answers
-#: too), started at the first batch; the answers stay honest. The grader's CPU cap stops it.
-CPU_BURN = """        import threading
-        if not getattr(forward, 'spinning', False):
-            forward.spinning = True
 
-            def spin():
-                while True:
-                    sum(range(10000))
-            for _ in range(2):
-                threading.Thread(target=spin, daemon=True).start()
-        return honest_forward(x)
-"""
+def scripted_agent(observations: np.ndarray, state: dict[str, int]) -> np.ndarray:
+    """The scripted policy of :data:`SCRIPT` as an agent of the evaluation's driver (its own
+    step count in ``state``): what the attack would have scored had the grader played it."""
+    state["step"] = state.get("step", 0) + 1
+    logits = np.full((len(observations), 6), -30.0, dtype=np.float32)
+    logits[:, 4 if (state["step"] // 40) % 2 == 0 else 5] = 30.0
+    return logits

@@ -47,6 +47,12 @@ def agent_outcome(report: AgentReport, settings: AgentSettings) -> dict[str, Any
         "flag": report.claim_flag if report.verified else "",
         "cpu_capped": report.cpu_capped,
     }
+    if report.verified:  # drawn after the parts' run, never shown to it: to replay a game
+        outcome["seeds"] = list(report.seeds)
+    if report.kept:  # the same weights' score from an earlier grading, not drawn anew
+        outcome["kept"] = True
+    if report.fingerprint is not None:  # to find copies on the class board
+        outcome["fingerprint"] = report.fingerprint
     if settings.scored:  # no verified score earns 0 of them: the totals count them either way
         verified = report.verified
         outcome["points"] = settings.points_for(verified["score"]) if verified else 0.0
@@ -57,6 +63,8 @@ def agent_outcome(report: AgentReport, settings: AgentSettings) -> dict[str, Any
 
         strip = still_frames(list(report.replay), count=8, columns=4)
         outcome["replay_png"] = base64.b64encode(strip).decode("ascii")
+    elif report.kept_replay_png:
+        outcome["replay_png"] = report.kept_replay_png
     return outcome
 
 

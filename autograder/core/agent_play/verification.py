@@ -1,45 +1,83 @@
-"""The verified score: the grader plays new games with the agent a submission hands in.
+"""The verified score: the grader plays the saved weights in its own copy of the course's network.
 
-:func:`verify_agent` finds the saved agent (the bundle in the notebook's output, else
-``a2c_agent.json`` beside it; :mod:`course_lib.saved_agent`), checks it here before anything
-runs, starts ``agent_server.py`` in the sandbox with the notebook's set-up cells and the cells
-that define ``make_model``, and plays the course's evaluation protocol against it with seeds
-drawn from :mod:`secrets` for this grading alone (:class:`AgentConversation`). The result is an
-:class:`AgentReport`: the verified score (mean, spread, games, steps, capped games) beside the
-score the notebook claims, or a note saying why there is none. Never raises for the
-submission's sake: a missing, broken, slow or hostile agent is that student's note.
+The trained weights travel with the submission as plain data (:mod:`course_lib.saved_agent`);
+no student code runs while they are played, and no sandbox is started for it:
+
+1. :func:`~.handed_in.handed_in` finds the saved agent (the bundle in the notebook's output, else
+   ``a2c_agent.json`` beside it), checks it as bounded plain data
+   (:func:`course_lib.saved_agent.unpack_agent`: sizes before decompressing, finite weights,
+   the course's game) and reads it as the course's network: which tensor is which layer, by
+   their shapes (:func:`course_lib.network_layout.network_layouts`);
+2. the student's ``make_model`` earns the replay in the parts' sandbox the grading already has
+   (:mod:`.model_check`): loaded with those weights, it must compute what the grader's network
+   computes with them, on frames drawn for this grading;
+3. :func:`play_agent` plays the course's evaluation protocol in this process, with the seeds
+   drawn from :mod:`secrets` for this grading alone: the grader's emulators, the grader's
+   network (the Nature-DQN forward pass of the judges,
+   :func:`autograder.core.judging.parts.model.nature_dqn`, in float32, one thread, denormal
+   numbers flushed to zero) and the grader's sampling of every action. Its CPU (this thread's:
+   the emulators and the network) is capped (:class:`AgentLimits`); the games finished by then
+   are the score.
+
+:func:`verify_agent` puts them together into an :class:`AgentReport`: the verified score beside
+the score the notebook claims, or a note saying why there is none. Never raises for the
+submission's sake: a missing, refused or unearned agent is that student's note.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from nbformat import NotebookNode
+import numpy as np
+import torch
 
-from autograder.core.agent_play.sandboxed_agent import (
-    DEFAULT_AGENT_LIMITS,
-    AgentConversation,
-    AgentLimits,
+from autograder.core.agent_play.fingerprint import weights_fingerprint
+from autograder.core.agent_play.handed_in import HandedIn
+from autograder.core.agent_play.model_check import judge_check
+from autograder.core.judging.parts.model import nature_dqn
+from course_lib.evaluation import (
+    GRADER_PROTOCOL,
+    AgentAnswerError,
+    EvaluationProtocol,
+    EvaluationResult,
+    GameResult,
+    game_seeds,
+    play_games,
 )
-from autograder.core.grading_job import job_cells
-from autograder.core.intake.submission_file import read_bytes
-from autograder.core.isolation import DEFAULT_LIMITS, SandboxLimits, run_isolated
-from autograder.core.isolation.python_layout import PYTHON, PYTHON_BIN
-from course_lib.evaluation import GRADER_PROTOCOL, EvaluationProtocol, game_seeds
-from course_lib.saved_agent import AGENT_FILE, AGENT_MIME, AgentBundleError, unpack_agent
 
-__all__ = ["AgentReport", "claim_gap", "find_agent", "play_in_sandbox", "verify_agent"]
+__all__ = [
+    "DEFAULT_AGENT_LIMITS",
+    "AgentLimits",
+    "AgentReport",
+    "Played",
+    "claim_gap",
+    "play_agent",
+    "verify_agent",
+]
 
-_GRADER_DIR = "/grader"
 #: Two evaluations of one agent on the same protocol differ by more than this many standard
 #: errors (of their difference) about once in 300 honest submissions.
 NOISE_ERRORS = 3.0
+
+
+@dataclass(frozen=True)
+class AgentLimits:
+    """What playing one saved agent may cost.
+
+    Attributes:
+        cpu_seconds: CPU seconds of the grader's thread that plays (the emulators and the
+            network); when they are spent the games stop, and the games finished so far are
+            the score (none finished: no verified score).
+    """
+
+    cpu_seconds: float = 20.0
+
+
+DEFAULT_AGENT_LIMITS = AgentLimits()
 
 
 @dataclass
@@ -51,11 +89,20 @@ class AgentReport:
         claimed: the score the notebook claims (``score``, ``games``, ``steps``), or None.
         notebook_evaluation: the notebook's own evaluation on the same protocol, or None.
         note: why there is no verified score, or what is odd about it (a claim far above it).
-        digest: SHA-256 of the weights: the same agent in two submissions has the same digest.
+        digest: SHA-256 of the weights: the same file in two submissions has the same digest.
         replay: RGB frames of the grader's first game, when asked for.
-        seconds: wall time of the whole verification; ``answer_seconds``: the agent's answers.
-        log: the end of what the agent's process printed (its traceback, if it crashed).
-        seeds: the games' seeds (drawn here, never sent to the sandbox), to replay a game.
+        seconds: wall time of the whole verification (the play).
+        cpu_seconds: CPU seconds of the play (this thread: the emulators and the network).
+        seeds: the games' seeds (drawn here), to replay a game.
+        cpu_capped: ``"capped at N s of CPU ..."``: the CPU cap stopped the games (the
+            finished ones count).
+        claim_flag: the notebook's own evaluation is above the verified score beyond noise
+            (:func:`claim_gap`).
+        layout: which tensor of the bundle was which layer of the course's network.
+        fingerprint: the weights' fingerprint with the class's key, to find copies
+            (:mod:`.fingerprint`), or None.
+        kept: the verified score is the one recorded for the same weights and protocol at an
+            earlier grading (no new draw).
     """
 
     verified: dict[str, Any] | None = None
@@ -65,47 +112,14 @@ class AgentReport:
     digest: str = ""
     replay: tuple[Any, ...] = field(default=(), repr=False)
     seconds: float = 0.0
-    answer_seconds: float = 0.0
-    log: str = ""
+    cpu_seconds: float = 0.0
     seeds: list[int] = field(default_factory=list)
-    #: CPU seconds of the agent's run: its cgroup's figure where there is one, else what its
-    #: process printed at its end (a cost, never a grade)
-    sandbox_cpu: float = 0.0
-    #: ``"capped at N s of CPU ..."``: the CPU cap stopped the games (the finished ones count)
     cpu_capped: str = ""
-    #: the notebook's own evaluation is above the verified score beyond noise (:func:`claim_gap`)
     claim_flag: str = ""
-
-
-def find_agent(
-    nb: NotebookNode, folder: Path | None = None, agent_file: bytes | None = None
-) -> tuple[Any, str]:
-    """The saved agent's bundle (untrusted JSON data) and where it was found, or ``(None, "")``:
-    the last output of the notebook that carries :data:`AGENT_MIME`, else ``agent_file`` (the
-    bytes of the ``AGENT_FILE`` handed in beside it), else ``AGENT_FILE`` in ``folder`` (read
-    within the notebook size cap)."""
-    for cell in reversed(nb.cells):
-        for output in reversed(cell.get("outputs", []) if cell.cell_type == "code" else []):
-            data = output.get("data", {}) if isinstance(output, dict) else {}
-            if AGENT_MIME in data:
-                bundle = data[AGENT_MIME]
-                if isinstance(bundle, str):  # a front end that kept the JSON as text
-                    try:
-                        bundle = json.loads(bundle)
-                    except ValueError:
-                        return None, "the notebook's output (not JSON)"
-                return bundle, "the notebook's output"
-    if agent_file is not None:
-        try:
-            return json.loads(agent_file), AGENT_FILE
-        except ValueError as error:
-            return None, f"{AGENT_FILE} ({type(error).__name__})"
-    if folder is not None and (Path(folder) / AGENT_FILE).is_file():
-        try:
-            return json.loads(read_bytes(Path(folder) / AGENT_FILE)), AGENT_FILE
-        except (OSError, ValueError) as error:
-            return None, f"{AGENT_FILE} ({type(error).__name__})"
-    return None, ""
+    layout: str = ""
+    fingerprint: dict[str, Any] | None = None
+    kept: bool = False
+    kept_replay_png: str = ""
 
 
 def claim_gap(verified: dict[str, Any], notebook: dict[str, Any] | None) -> str:
@@ -130,119 +144,161 @@ def claim_gap(verified: dict[str, Any], notebook: dict[str, Any] | None) -> str:
     return ""
 
 
-def play_in_sandbox(
-    job: dict[str, Any],
-    protocol: EvaluationProtocol,
-    bin_dir: Path,
-    lib_dir: Path,
+@dataclass
+class Played:
+    """What :func:`play_agent` played: the games (``result``, None when none finished), why
+    they stopped early (``capped``: the CPU cap; ``failure``: the network's outputs were not
+    finite), the CPU seconds and the seeds."""
+
+    result: EvaluationResult | None
+    capped: str = ""
+    failure: str = ""
+    cpu_seconds: float = 0.0
+    seeds: list[int] = field(default_factory=list)
+
+
+class _CpuSpent(Exception):
+    """The play's CPU is spent: the finished games are scored."""
+
+
+class _PlayingThread:
+    """One torch thread and denormal numbers flushed to zero in the calling thread while it
+    plays (both are set per thread): the CPU this thread measures is all the play's, and
+    weights that drive activations into denormals cannot slow it."""
+
+    def __enter__(self) -> None:
+        self.threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        torch.set_flush_denormal(True)
+
+    def __exit__(self, *exc: object) -> None:
+        torch.set_flush_denormal(False)
+        torch.set_num_threads(self.threads)
+
+
+def play_agent(
+    layers: list[tuple[np.ndarray, np.ndarray]],
+    protocol: EvaluationProtocol = GRADER_PROTOCOL,
     limits: AgentLimits = DEFAULT_AGENT_LIMITS,
-    sandbox_limits: SandboxLimits = DEFAULT_LIMITS,
-    isolate: bool = True,
     replay_steps: int = 0,
     seeds: list[int] | None = None,
-) -> tuple[AgentConversation, Any]:
-    """Start ``agent_server.py`` in the sandbox with ``job`` (``{"cells", "bundle", "threads"}``,
-    the bundle already checked) and play ``protocol`` against it on seeds drawn here (or
-    ``seeds``, for tests that must know them); the
-    conversation (``result`` or ``failure``) and the sandbox's run (its log, how it ended)."""
-    seeds = game_seeds(protocol.games) if seeds is None else seeds  # tests fix them
-    conversation = AgentConversation(job, protocol, seeds, limits, replay_steps)
-    env = {
-        "PATH": f"{PYTHON_BIN}:/usr/bin:/bin",
-        "HOME": "/submission/home",
-        "TMPDIR": "/tmp",
-        "LANG": "C.UTF-8",
-        "PYTHONPATH": f"{_GRADER_DIR}/lib",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "A2C_KIT_QUICK": "1",
-        "MPLBACKEND": "Agg",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-    }
-    ran = run_isolated(
-        [PYTHON, f"{_GRADER_DIR}/bin/agent_server.py"],
-        {f"{_GRADER_DIR}/bin": bin_dir, f"{_GRADER_DIR}/lib": lib_dir},
-        env,
-        conversation,
-        limits.start_seconds + limits.agent_seconds + 60.0,
-        limits=sandbox_limits,
-        isolate=isolate,
-    )
-    return conversation, ran
+    make_env: Any = None,
+) -> Played:
+    """Play ``protocol`` in this thread with the course's network of ``layers`` (``(weight,
+    bias)`` float32 of conv1..3, fc, the policy and the value heads) on seeds drawn here (or
+    ``seeds``, for tests that must know them): the grader's emulators (``make_env``: tests'
+    fake games), network and sampling."""
+    seeds = game_seeds(protocol.games) if seeds is None else list(seeds)
+    finished: list[GameResult] = []
+    played = Played(None, seeds=seeds)
+    start = time.thread_time()
+
+    def network(observations: np.ndarray) -> np.ndarray:
+        used = time.thread_time() - start
+        if used >= limits.cpu_seconds:
+            raise _CpuSpent(
+                f"capped at {limits.cpu_seconds:g} s of CPU: {len(finished)} of "
+                f"{protocol.games} games finished"
+            )
+        return nature_dqn(layers, observations, dtype=torch.float32)[0]
+
+    try:
+        with _PlayingThread():
+            played.result = play_games(
+                network, protocol, seeds, make_env=make_env, replay_steps=replay_steps,
+                on_game_end=finished.append,
+            )  # fmt: skip
+    except _CpuSpent as stop:
+        played.capped = str(stop)
+        order = {seed: index for index, seed in enumerate(seeds)}
+        games = tuple(sorted(finished, key=lambda game: order.get(game.seed, 0)))
+        if games:
+            played.result = EvaluationResult(protocol, games)
+        else:
+            played.failure = f"{played.capped}, before any game finished"
+    except AgentAnswerError as error:
+        played.failure = (
+            "the saved weights make the course's network give logits that are not finite (they "
+            "overflow float32): train again with the course's learning rate"
+            if "not all finite" in str(error)
+            else f"the course's network with the saved weights: {error}"
+        )
+    played.cpu_seconds = time.thread_time() - start
+    return played
+
+
+def _kept(
+    previous: Mapping[str, Any] | None, digest: str, protocol: EvaluationProtocol
+) -> Mapping[str, Any] | None:
+    """``previous`` when it holds a verified score of the weights ``digest`` on ``protocol``."""
+    if not isinstance(previous, Mapping) or previous.get("digest") != digest:
+        return None
+    verified = previous.get("verified")
+    if not isinstance(verified, Mapping) or verified.get("protocol") != protocol.to_dict():
+        return None
+    return previous
 
 
 def verify_agent(
-    nb: NotebookNode,
-    bin_dir: Path,
-    lib_dir: Path,
-    folder: Path | None = None,
+    agent: HandedIn,
+    check: Mapping[str, Any] | None,
+    case: Mapping[str, Any] | None,
     protocol: EvaluationProtocol = GRADER_PROTOCOL,
     limits: AgentLimits = DEFAULT_AGENT_LIMITS,
-    sandbox_limits: SandboxLimits = DEFAULT_LIMITS,
-    isolate: bool = True,
     replay_steps: int = 0,
-    agent_file: bytes | None = None,
+    seeds: list[int] | None = None,
+    key: bytes | None = None,
+    previous: Mapping[str, Any] | None = None,
 ) -> AgentReport:
-    """Play ``protocol`` with the agent of ``nb`` in the sandbox; see the module docstring.
-
-    Args:
-        nb: the submission (repaired: its set-up cells as released).
-        bin_dir, lib_dir: the sandbox's scripts and ``course_lib`` snapshot, as the
-            :class:`~autograder.core.assessor.Assessor` prepares them (its ``_bin``, ``lib``).
-        folder: the submission's folder, for ``a2c_agent.json`` when the output has none.
-        protocol: what is played (the course's game); the seeds are drawn here, per call.
-        limits: time for the agent's start, each answer, all answers.
-        isolate: ``False`` only for debugging (a plain process).
-        replay_steps: frames of the first game to keep in ``report.replay``.
-        agent_file: the bytes of the ``a2c_agent.json`` handed in beside the notebook, used
-            when its output holds no agent.
-    """
+    """The :class:`AgentReport` of a handed-in agent: ``check`` is the make_model check's
+    records from the parts' run (:mod:`.model_check`; None: it was not run) and ``case`` its
+    case; when it passed, the agent is played (:func:`play_agent`), unless ``previous`` (the
+    outcome recorded for this student at an earlier grading) holds a verified score of the same
+    weights on the same protocol, which is kept: a student's unchanged agent keeps its score,
+    whatever else is graded again, and no resubmission draws it anew. With the class's ``key``,
+    the weights' fingerprint is kept to find copies (:mod:`.fingerprint`). Never raises."""
     start = time.monotonic()
-    report = AgentReport()
+    report = AgentReport(note=agent.note)
     try:
-        bundle, where = find_agent(nb, folder, agent_file)
-        if bundle is None:
-            report.note = (
-                f"no saved agent: {where} could not be read" if where else
-                "no saved agent: run the locked cell that calls save_agent after training, keep "
-                "its output, and hand in a2c_agent.json where your platform takes files"
-            )  # fmt: skip
+        if agent.weights is not None:
+            report.claimed = agent.weights.claimed
+            report.notebook_evaluation = agent.weights.evaluation
+            report.digest = agent.weights.digest
+        if not agent.playable:
             return report
-        try:
-            weights = unpack_agent(bundle)
-        except AgentBundleError as error:
-            report.note = f"the saved agent was refused: {error}"
+        assert agent.weights is not None  # playable
+        tensors = agent.weights.tensors
+        if key:
+            report.fingerprint = weights_fingerprint(agent.layouts[0].layers(tensors), key)
+        if check is None or case is None:
+            report.note = "make_model was not checked with the saved weights"
             return report
-        report.claimed = weights.claimed
-        report.notebook_evaluation = weights.evaluation
-        report.digest = weights.digest
-        if weights.env_id != protocol.env_id:
-            report.note = (
-                f"the saved agent plays {weights.env_id}, the course's game is {protocol.env_id}"
-            )
+        layout, why = judge_check(check, case, agent.weights.tensors, agent.layouts)
+        if layout is None:
+            report.note = why
             return report
-        cells = [cell["source"] for cell in job_cells(nb, {"model": "make_model"})]
-        job = {"cells": [source for source in cells if source is not None], "bundle": bundle,
-               "threads": 1, "cpu_seconds": limits.cpu_seconds}  # fmt: skip
-        conversation, ran = play_in_sandbox(
-            job, protocol, bin_dir, lib_dir, limits, sandbox_limits, isolate, replay_steps
+        report.layout = layout.describe()
+        earlier = _kept(previous, agent.weights.digest, protocol)
+        if earlier is not None:
+            report.verified, report.kept = earlier["verified"], True
+            report.seeds = list(earlier.get("seeds") or [])
+            report.kept_replay_png = str(earlier.get("replay_png") or "")
+            report.claim_flag = claim_gap(report.verified, agent.weights.evaluation)
+            report.note = report.claim_flag
+            return report
+        played = play_agent(
+            layout.layers(agent.weights.tensors), protocol, limits, replay_steps, seeds
         )
-        report.answer_seconds = conversation.answer_seconds
-        report.log = ran.output[-2000:]
-        reported = re.findall(r"agent_server: ([0-9]{1,6}\.[0-9]{2}) s CPU", report.log)
-        report.sandbox_cpu = conversation.sandbox_cpu or (float(reported[-1]) if reported else 0.0)
-        report.cpu_capped = conversation.cpu_capped
-        if conversation.result is None:
-            report.note = conversation.failure or (
-                "the agent's run ended without games" + (" (killed at the time limit)"
-                                                         if ran.timed_out else "")
-            )  # fmt: skip
+        report.cpu_seconds, report.seeds, report.cpu_capped = (
+            played.cpu_seconds, played.seeds, played.capped
+        )  # fmt: skip
+        if played.result is None:
+            report.note = played.failure
             return report
-        report.verified = conversation.result.summary()
-        report.replay = conversation.result.replay
-        report.seeds = [game.seed for game in conversation.result.games]
-        report.claim_flag = claim_gap(report.verified, weights.evaluation)
-        report.note = "; ".join(filter(None, [report.cpu_capped, report.claim_flag]))
+        report.verified = played.result.summary()
+        report.replay = played.result.replay
+        report.claim_flag = claim_gap(report.verified, agent.weights.evaluation)
+        report.note = "; ".join(filter(None, [played.capped, report.claim_flag]))
         return report
     except Exception as error:  # noqa: BLE001 - one submission never stops the class
         report.note = f"the grader could not play the agent ({type(error).__name__}: {error})"[:500]

@@ -45,6 +45,7 @@ import contextlib
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from autograder.core.assessor import Assessment, Assessor
@@ -52,18 +53,21 @@ from autograder.core.cluster.connection import connect
 from autograder.core.cluster.worker import assess_task, assessor_settings
 from autograder.core.fan_out import Engine, not_graded, unreadable
 from autograder.core.intake.collect import Submission
+from autograder.core.intake.student_markdown import mark_markdown_here
 from autograder.core.intake.submission_file import (
     UnreadableNotebook,
-    agent_file_beside,
+    agent_file_for,
     read_bytes,
 )
 from autograder.core.reports.grade_result import GradeResult
 
-__all__ = ["ALLOWED_FAILURES", "ClusterGrading"]
+__all__ = ["ALLOWED_FAILURES", "ClusterGrading", "Memory"]
 
 #: Worker deaths a task may survive: one retry, and a second death reports it ``not graded``.
 ALLOWED_FAILURES = 1
 NO_WORKER_NOTICE_SECONDS = 30.0
+#: What the class holds of a submission's student's agent (``Assessor.assess``'s ``memory``).
+Memory = Callable[[Submission], dict[str, Any]]
 
 
 def _allowed_failures(client: Any, value: int | None) -> int | None:
@@ -94,8 +98,10 @@ class _Tasks:
 
     desc = "grading on the cluster"
 
-    def __init__(self, scheduler: Any, assessor: Assessor, isolate: bool | None):
-        self.scheduler = scheduler
+    def __init__(
+        self, scheduler: Any, assessor: Assessor, isolate: bool | None, memory: Memory | None
+    ):
+        self.scheduler, self.memory = scheduler, memory
         self.client = connect(scheduler) if isinstance(scheduler, str) else scheduler
         self.settings = assessor_settings(assessor, isolate)
         self.previous = _allowed_failures(self.client, ALLOWED_FAILURES)
@@ -138,7 +144,8 @@ class _Tasks:
             sub.student,
             sub.path.name,
             self.settings,
-            agent_file_beside(sub.path),
+            agent_file_for(sub.path),
+            self.memory(sub) if self.memory is not None else None,
             key=key,
             pure=False,
             retries=0,
@@ -148,7 +155,10 @@ class _Tasks:
         from distributed import KilledWorker
 
         if future.status == "finished":
-            return Assessment.from_plain(future.result())
+            assessment = Assessment.from_plain(future.result())
+            if assessment.notebook:  # the worker's marks are not this process's: marked here
+                assessment.notebook = mark_markdown_here(assessment.notebook)
+            return assessment
         if future.status == "cancelled":
             self.stopped = "grading stopped: the cluster cancelled the tasks (scheduler restarted?)"
             return not_graded(sub, self.stopped)
@@ -198,10 +208,12 @@ class ClusterGrading:
     def __init__(self, scheduler: Any, isolate: bool | None = None) -> None:
         self.scheduler, self.isolate = scheduler, isolate
 
-    def engine(self, assessor: Assessor) -> Engine:
-        """The engine that assesses as ``assessor`` would, on the cluster's workers.
+    def engine(self, assessor: Assessor, memory: Memory | None = None) -> Engine:
+        """The engine that assesses as ``assessor`` would, on the cluster's workers;
+        ``memory(sub)``: what the class holds of that student's agent (plain data, sent with the
+        task: :meth:`~autograder.core.assessor.Assessor.assess`'s ``memory``).
 
         Raises:
             ClusterError: ``distributed`` is missing or the scheduler cannot be reached.
         """
-        return _Tasks(self.scheduler, assessor, self.isolate)
+        return _Tasks(self.scheduler, assessor, self.isolate, memory)

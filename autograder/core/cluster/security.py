@@ -16,7 +16,13 @@ is refused at the handshake.
 * :func:`check_scheduler_address` is ``grade-all``'s rule: a ``tls://`` scheduler needs the
   certificates; a plain ``tcp://`` one only on this machine's loopback (an SSH tunnel, a
   scheduler on this machine), unless the instructor passes ``--insecure-cluster``, which then
-  says what it exposes.
+  says what it exposes;
+* :func:`check_listening` is the same rule on where a plain scheduler really listens, which
+  the address typed does not tell: ``dask scheduler`` started with its defaults listens on
+  every interface, and ``tcp://127.0.0.1:8786`` reaches it as well as anyone on the network
+  does. ``grade-all`` asks the scheduler for its listening sockets
+  (:func:`scheduler_sockets`, run there) once connected, and refuses unless every one is on a
+  loopback.
 """
 
 from __future__ import annotations
@@ -33,10 +39,12 @@ __all__ = [
     "CERTIFICATES_VARIABLE",
     "KEY",
     "ClusterSecurityError",
+    "check_listening",
     "check_scheduler_address",
     "cluster_security",
     "insecure_warning",
     "make_certificates",
+    "scheduler_sockets",
 ]
 
 CERTIFICATE, KEY = "cert.pem", "key.pem"  #: the files of a certificates folder
@@ -193,3 +201,37 @@ def check_scheduler_address(
             "only you can reach, pass --insecure-cluster"
         )
     return f"tcp://{rest}", "" if _loopback(host) else insecure_warning(address)
+
+
+def scheduler_sockets(dask_scheduler: Any = None) -> list[str]:
+    """The hosts the scheduler's listening sockets are bound to (``0.0.0.0`` or ``::``: every
+    interface); run on the scheduler (``Client.run_on_scheduler``), which passes itself as
+    ``dask_scheduler``."""
+    hosts: list[str] = []
+    for listener in getattr(dask_scheduler, "listeners", []):
+        server = getattr(listener, "tcp_server", None)
+        sockets = list(getattr(server, "_sockets", {}).values()) if server is not None else []
+        if sockets:
+            hosts += [str(sock.getsockname()[0]) for sock in sockets]
+        else:  # another kind of listener: where it says it listens
+            hosts.append(str(listener.get_host_port()[0]))
+    return hosts
+
+
+def check_listening(address: str, hosts: list[str]) -> None:
+    """Refuse (:class:`ClusterSecurityError`) a plain scheduler reached at ``address`` unless
+    every host it listens on (``hosts``, :func:`scheduler_sockets`) is a loopback: listening
+    beyond it, it runs whatever anyone on the network sends, whatever address was typed."""
+    exposed = sorted({host for host in hosts if not _loopback(host)})
+    if not hosts or exposed:
+        named = {"every interface" if host in ("0.0.0.0", "::", "") else host for host in exposed}
+        where = ", ".join(sorted(named)) or "nowhere it would say"
+        raise ClusterSecurityError(
+            f"refusing the plain tcp:// scheduler at {address}: it listens on {where}, not only "
+            "on the loopback, so whoever reaches this machine could read the hidden tests and "
+            "change the grades (a `dask scheduler` started without --host listens on every "
+            "interface). Secure the cluster with TLS (python -m autograder cluster-certificates "
+            "DIR; docs/cluster.md), or start the scheduler with `--host 127.0.0.1` (an SSH "
+            "tunnel reaches it there), or, on a network only you can reach, pass "
+            "--insecure-cluster"
+        )

@@ -118,6 +118,7 @@ def assess_task(
     name: str,
     settings: dict[str, Any],
     agent_file: bytes | None = None,
+    memory: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The task a worker runs: ``Assessor.assess`` of one file's bytes (and of the saved agent's
     file handed in beside it), as plain data.
@@ -131,6 +132,8 @@ def assess_task(
     assessor = _worker_assessor(settings, f"worker {worker.address} on {socket.gethostname()}")
     # One thread a notebook, Dask's own convention (its nannies set OMP_NUM_THREADS=1): a worker
     # cannot see the other workers on its machine, and the cluster's threads are its cores.
-    plain = assessor.assess(data, student, name, threads=1, agent_file=agent_file).to_plain()
+    plain = assessor.assess(
+        data, student, name, threads=1, agent_file=agent_file, memory=memory
+    ).to_plain()
     plain["worker"] = worker.address
     return plain

@@ -10,7 +10,10 @@ while a lock other gradings wait for is held. So:
 
 * only the lexers of :data:`SAFE_LANGUAGES` (Python, IPython, plain text: the course's) ever
   run on student text; a block in any other language is shown as plain, escaped text
-  (:class:`SafeRenderer`, :func:`safe_highlight_language`);
+  (:class:`SafeRenderer`, :func:`safe_highlight_language`). Even the course's lexers are
+  super-linear on some text (IPython's on a line of dots: 20,000 take 11 s, each position
+  scanning to the line's end for a ``?``): a fenced block named ``ipython`` is highlighted with
+  the Python lexer, and a block longer than :data:`MAX_HIGHLIGHTED` is shown as plain text;
 * :func:`course_languages` gives a submission the release's kernel and language metadata and
   drops the cells' ``magics_language`` before anything renders it, so what nbgrader stores and
   formgrader shows names the course's language only.
@@ -39,6 +42,10 @@ __all__ = [
 
 #: Names whose pygments lexers may run on a student's text (linear; the course's own).
 SAFE_LANGUAGES = frozenset({"python", "python3", "py", "ipython", "ipython3", "text"})
+#: The longest fenced block of student text that is highlighted; a longer one is plain text.
+MAX_HIGHLIGHTED = 2_000
+#: Names of IPython's lexer, which is quadratic on some lines: such blocks get Python's.
+_IPYTHON = frozenset({"ipython", "ipython3"})
 #: Notebook metadata the release decides (the kernel and the language of its code cells).
 _LANGUAGE_METADATA = ("kernelspec", "language_info")
 
@@ -57,16 +64,28 @@ def safe_highlight_language(language: str | None) -> str | None:
 
 class SafeRenderer(IPythonRenderer):
     """nbconvert's markdown renderer whose fenced blocks are highlighted only in a language of
-    :data:`SAFE_LANGUAGES`; any other block is shown as escaped text (its language kept as
-    the ``<code>`` element's class), and its language is added to :attr:`refused`."""
+    :data:`SAFE_LANGUAGES`, with Python's lexer for IPython's, and only up to
+    :data:`MAX_HIGHLIGHTED` characters; any other block is shown as escaped text (its language
+    kept as the ``<code>`` element's class). A block of another language is added to
+    :attr:`refused`, a block nbconvert's own renderer would highlight otherwise (an IPython or a
+    long one) to :attr:`rewritten`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.refused: list[str] = []
+        self.rewritten: list[str] = []
 
     def block_code(self, code: str, info: str | None = None) -> str:
         language = fence_language(info)
-        if not language or language.startswith("mermaid") or safe_highlight_language(language):
+        if not language or language.startswith("mermaid"):
+            return super().block_code(code, info)
+        if safe_highlight_language(language):
+            if len(code) > MAX_HIGHLIGHTED:
+                self.rewritten.append(language[:40])
+                return super(IPythonRenderer, self).block_code(code, info)
+            if language.lower() in _IPYTHON:
+                self.rewritten.append(language[:40])
+                return super().block_code(code, "python3")
             return super().block_code(code, info)
         self.refused.append(language[:40])
         # mistune's own plain block: the code escaped, no lexer

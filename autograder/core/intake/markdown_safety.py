@@ -26,9 +26,12 @@ most :data:`MAX_TAG` characters ahead, so the cost is linear in the cell, whatev
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import html
 import re
-from functools import lru_cache
+import secrets
+from typing import Any
 
 from autograder.core.intake.code_highlighting import SafeRenderer
 
@@ -40,7 +43,10 @@ __all__ = [
     "COMMON_ATTRIBUTES",
     "MAX_TAG",
     "NOTE",
+    "CHECKED",
     "clean_html",
+    "is_checked",
+    "mark_checked",
     "render_markdown",
     "safe_url",
     "sanitize_markdown",
@@ -194,7 +200,8 @@ def render_markdown(source: str) -> tuple[str, list[str], list[str]]:
     """``source`` as nbconvert renders a markdown cell (only the course's languages highlighted,
     :class:`~autograder.core.intake.code_highlighting.SafeRenderer`), the attachments it names
     (``attachment:plot.png`` is left as a link, not embedded) and the code blocks' languages
-    shown as plain text."""
+    shown as plain text, or highlighted otherwise than nbconvert's own renderer would (listed
+    as ``rewritten:<language>``)."""
     from nbconvert.filters.markdown_mistune import MarkdownWithMath
 
     named: list[str] = []
@@ -206,7 +213,8 @@ def render_markdown(source: str) -> tuple[str, list[str], list[str]]:
             return src
 
     renderer = _Renderer(escape=False)
-    return MarkdownWithMath(renderer=renderer).render(source), named, renderer.refused
+    html = MarkdownWithMath(renderer=renderer).render(source)
+    return html, named, renderer.refused + [f"rewritten:{name}" for name in renderer.rewritten]
 
 
 def clean_html(text: str) -> tuple[str, bool]:
@@ -229,16 +237,41 @@ def clean_html(text: str) -> tuple[str, bool]:
     return "".join(parts), changed
 
 
-@lru_cache(maxsize=512)
 def sanitize_markdown(source: str) -> str | None:
     """Safe markdown for ``source`` (see the module docstring), or ``None`` when it is safe as
-    written. Kept by source (a class's notebooks share most cells, and recording checks each
-    cell in two nbgrader passes)."""
-    rendered, _, refused = render_markdown(source)
+    written. A cell whose code blocks any later renderer would highlight otherwise (an IPython
+    or a long block, whose lexer is slow on some text: formgrader renders the recorded notebook
+    with nbconvert's own renderer) is recorded as its rendering too, with no note."""
+    rendered, _, shown = render_markdown(source)
+    refused = [name for name in shown if not name.startswith("rewritten:")]
     clean, changed = clean_html(rendered)
     clean, commands = _MATHJAX.subn(r"\\;\1", clean)
-    if not (changed or commands or refused):
+    if not (changed or commands or shown):
         return None
     note = (NOTE if changed or commands else "") + (CODE_NOTE if refused else "")
     # One line: markdown shows an HTML block as it is up to the first blank line.
     return "<div>" + clean.strip().replace("\r", "").replace("\n", "&#10;") + "</div>" + note
+
+
+#: Cell metadata of a markdown cell that this process made safe: an HMAC of its source with a key
+#: of this process, which no notebook can know. nbgrader's own pass (:class:`~autograder.nbgrader.
+#: preprocessors.sanitize_markdown.SanitizeMarkdown`, a second line run under the gradebook's
+#: lock) leaves a marked cell as it is instead of rendering it again.
+CHECKED = "a2c_markdown_checked"
+_KEY = secrets.token_bytes(32)
+
+
+def _digest(source: str) -> str:
+    return hmac.new(_KEY, source.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+
+def mark_checked(cell: Any) -> None:
+    """Mark ``cell`` (a markdown cell just made safe, as it now is) as checked here."""
+    cell.setdefault("metadata", {})[CHECKED] = _digest(str(cell.get("source", "")))
+
+
+def is_checked(cell: Any) -> bool:
+    """Whether ``cell`` is, as it is now, a cell this process made safe (:func:`mark_checked`)."""
+    metadata = cell.get("metadata")
+    mark = metadata.get(CHECKED) if isinstance(metadata, dict) else None
+    return isinstance(mark, str) and hmac.compare_digest(mark, _digest(str(cell.get("source", ""))))

@@ -30,11 +30,15 @@ import time
 from typing import Any
 from urllib.parse import unquote
 
+import nbformat
 from nbformat import NotebookNode
 
 from autograder.core.intake.markdown_safety import (
+    CHECKED,
     CODE_NOTE,
     NOTE,
+    is_checked,
+    mark_checked,
     render_markdown,
     sanitize_markdown,
 )
@@ -44,6 +48,7 @@ __all__ = [
     "MAX_IMAGE_BYTES",
     "MARKDOWN_SECONDS",
     "MAX_MARKDOWN_CELL",
+    "mark_markdown_here",
     "safe_markdown",
 ]
 
@@ -122,45 +127,84 @@ def safe_markdown(nb: NotebookNode, release: NotebookNode) -> list[str]:
     for index, cell in enumerate(nb.cells):
         if cell.get("cell_type") != "markdown":
             continue
-        where = f"markdown cell {index}"
-        if not isinstance(cell.get("source"), str):
-            cell.source = ""
-        kept, dropped = _attachments(cell, images)
-        images -= sum(len(data) * 3 // 4 for bundle in kept.values() for data in bundle.values())
-        if dropped:
-            notes.append(
-                f"{where}: attachments left out (only PNG and JPEG images of at most "
-                f"{MAX_IMAGE_BYTES // 1024**2} MB each are kept): " + ", ".join(dropped[:5])
-            )
-        if kept:
-            cell["attachments"] = kept
-        else:
-            cell.pop("attachments", None)
-        if cell.source in released:
+        if isinstance(cell.get("metadata"), dict):
+            cell.metadata.pop(CHECKED, None)  # only this process marks what it checked
+        _make_safe(cell, f"markdown cell {index}", released, deadline, notes, images)
+        images = max(0, images - _kept_bytes(cell))
+        mark_checked(cell)
+    return notes
+
+
+def _kept_bytes(cell: NotebookNode) -> int:
+    kept = cell.get("attachments") or {}
+    return sum(len(data) * 3 // 4 for bundle in kept.values() for data in bundle.values())
+
+
+def _make_safe(
+    cell: NotebookNode,
+    where: str,
+    released: set[str],
+    deadline: float,
+    notes: list[str],
+    images: int,
+) -> None:
+    """Make one markdown cell safe in place (see the module docstring); notes into ``notes``."""
+    if not isinstance(cell.get("source"), str):
+        cell.source = ""
+    kept, dropped = _attachments(cell, images)
+    if dropped:
+        notes.append(
+            f"{where}: attachments left out (only PNG and JPEG images of at most "
+            f"{MAX_IMAGE_BYTES // 1024**2} MB each are kept): " + ", ".join(dropped[:5])
+        )
+    if kept:
+        cell["attachments"] = kept
+    else:
+        cell.pop("attachments", None)
+    if cell.source in released:
+        return
+    if len(cell.source) > MAX_MARKDOWN_CELL:
+        notes.append(f"{where}: {len(cell.source)} characters, not shown (too long)")
+        cell.source = (
+            f"*[The grader left this cell out: {len(cell.source)} characters, more than a "
+            "markdown cell may have; the file as submitted is kept in received/.]*"
+        )
+        cell.pop("attachments", None)
+        return
+    if time.monotonic() > deadline:
+        notes.append(f"{where}: not shown (the notebook's markdown took too long to render)")
+        cell.source = (
+            "*[The grader left this cell out: rendering this notebook's markdown took more "
+            f"than {MARKDOWN_SECONDS:g} s; the file as submitted is kept in received/.]*"
+        )
+        cell.pop("attachments", None)
+        return
+    clean = sanitize_markdown(cell.source)
+    if clean is not None:
+        cell.source = clean
+        if clean.endswith(NOTE) or (NOTE + CODE_NOTE) in clean:
+            notes.append(f"{where}: active HTML removed before showing it")
+        if clean.endswith(CODE_NOTE):
+            notes.append(f"{where}: code blocks in languages other than Python shown as text")
+    elif "attachment:" in cell.source:
+        cell.source = _point_missing(cell.source, kept)
+
+
+def mark_markdown_here(notebook: str) -> str:
+    """``notebook`` (an assessed notebook's JSON, made safe by another process: a Dask worker)
+    with each markdown cell a student could edit checked again and marked by this process, here
+    and before nbgrader records it: nbgrader's own pass, under the gradebook's lock, then
+    renders none of them. Cells the worker made safe are safe as they are, so this renders them
+    with nothing to change; it costs what the worker's pass cost, outside any lock."""
+    nb = nbformat.reads(notebook, as_version=4)
+    changed = False
+    for cell in nb.cells:
+        locked = cell.get("metadata", {}).get("nbgrader", {}).get("locked", False)
+        if cell.get("cell_type") != "markdown" or locked or is_checked(cell):
             continue
-        if len(cell.source) > MAX_MARKDOWN_CELL:
-            notes.append(f"{where}: {len(cell.source)} characters, not shown (too long)")
-            cell.source = (
-                f"*[The grader left this cell out: {len(cell.source)} characters, more than a "
-                "markdown cell may have; the file as submitted is kept in received/.]*"
-            )
-            cell.pop("attachments", None)
-            continue
-        if time.monotonic() > deadline:
-            notes.append(f"{where}: not shown (the notebook's markdown took too long to render)")
-            cell.source = (
-                "*[The grader left this cell out: rendering this notebook's markdown took more "
-                f"than {MARKDOWN_SECONDS:g} s; the file as submitted is kept in received/.]*"
-            )
-            cell.pop("attachments", None)
-            continue
-        clean = sanitize_markdown(cell.source)
+        clean = sanitize_markdown(str(cell.get("source", "")))
         if clean is not None:
             cell.source = clean
-            if clean.endswith(NOTE) or (NOTE + CODE_NOTE) in clean:
-                notes.append(f"{where}: active HTML removed before showing it")
-            if clean.endswith(CODE_NOTE):
-                notes.append(f"{where}: code blocks in languages other than Python shown as text")
-        elif "attachment:" in cell.source:
-            cell.source = _point_missing(cell.source, kept)
-    return notes
+        mark_checked(cell)
+        changed = True
+    return nbformat.writes(nb) if changed else notebook

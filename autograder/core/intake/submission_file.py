@@ -26,9 +26,11 @@ __all__ = [
     "MAX_NOTEBOOK_BYTES",
     "MAX_SOURCE_CHARS",
     "UnreadableNotebook",
+    "KEPT_AGENT_SUFFIX",
     "parse_notebook",
     "read_bytes",
     "agent_file_beside",
+    "agent_file_for",
 ]
 
 #: Larger files are refused before parsing (a notebook with a long training run's plots and a
@@ -92,6 +94,25 @@ def agent_file_beside(notebook: Path) -> bytes | None:
         return read_bytes(folder / AGENT_FILE, MAX_AGENT_FILE_BYTES)
     except (OSError, UnreadableNotebook):
         return None
+
+
+#: How ``grade-all`` keeps the saved agent handed in beside a notebook, beside its kept copy:
+#: ``received/<student>/<stamp>-<digest>.ipynb`` and ``<stamp>-<digest>`` + this.
+KEPT_AGENT_SUFFIX = "." + AGENT_FILE
+
+
+def agent_file_for(notebook: Path) -> bytes | None:
+    """The saved agent handed in with ``notebook``: the copy kept beside a kept notebook
+    (``<name>`` + :data:`KEPT_AGENT_SUFFIX`, as ``grade-all`` keeps both in ``received/``: a
+    ``regrade`` grades the agent that came with the file), else :func:`agent_file_beside`."""
+    notebook = Path(notebook)
+    kept = notebook.with_name(notebook.stem + KEPT_AGENT_SUFFIX)
+    try:
+        if kept.is_file() and not kept.is_symlink():
+            return read_bytes(kept, MAX_AGENT_FILE_BYTES)
+    except (OSError, UnreadableNotebook):
+        return None
+    return agent_file_beside(notebook)
 
 
 def _source_length(cell: object) -> int:

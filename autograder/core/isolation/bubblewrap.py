@@ -46,6 +46,7 @@ from autograder.core.isolation.contract import (
     SandboxResult,
     SandboxUnavailable,
 )
+from autograder.core.isolation.cpu_meter import CpuMeter
 from autograder.core.isolation.job_view import SCRATCH, SYSTEM_DIRS, hidden_in
 from autograder.core.isolation.leases import CACHE_FOLDERS, FIRST_UID, UidLease, root_folder
 from autograder.core.isolation.neutral_bytecode import neutral_bytecode
@@ -58,14 +59,13 @@ from autograder.core.isolation.python_layout import (
 )
 from autograder.core.isolation.supervision import (
     CHANNEL_VARIABLE,
-    Conversation,
     Pipes,
     apply_limits,
+    in_sandbox_limits,
     supervise,
     through_root_launcher,
     write_all,
 )
-from autograder.core.isolation.user_processes import kill_user_processes
 
 __all__ = ["bwrap_works", "require_sandbox", "run_bubblewrap"]
 
@@ -229,12 +229,11 @@ def run_bubblewrap(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
-    stdin: bytes | Conversation,
+    stdin: bytes,
     wall_seconds: float,
     limits: SandboxLimits = DEFAULT_LIMITS,
 ) -> SandboxResult:
-    """Run ``argv`` in a new sandbox fed ``stdin`` (bytes, or a :data:`.supervision.Conversation`);
-    never raises because of the command.
+    """Run ``argv`` in a new sandbox fed ``stdin``; never raises because of the command.
 
     Args:
         readonly: folders to show read-only, ``{path inside: path outside}``.
@@ -268,6 +267,8 @@ def run_bubblewrap(
             root = str(staging / "root")
             launch = {"root": root, "uid": lease.uid, "binds": [], "copies": []}
             launch.update(root_tree(view, shown, limits, lease.uid))
+        if launch is None:  # not root: the task limit inside the sandbox's user namespace
+            argv = in_sandbox_limits(limits, PYTHON, list(argv))
         args = sandbox_args(view, shown, env, limits, keep, root)
         args_read, args_write = os.pipe()
         keep.append(args_read)
@@ -296,16 +297,16 @@ def run_bubblewrap(
 
         popen = {"args": command, "executable": executable, "cwd": "/"}
         popen["env"] = {"PATH": "/usr/bin:/bin"}
-        popen["preexec_fn"] = lambda: apply_limits(limits, cgroup)
-        outcome = supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop)
+        popen["preexec_fn"] = lambda: apply_limits(limits, cgroup, per_user=launch is not None)
+        meter = CpuMeter(cgroup.cpu_seconds, uid=lease.uid) if lease is not None else None
+        outcome = supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop, meter)
     finally:
         pipes.close()
         cgroup.remove()
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
         if lease is not None:
-            kill_user_processes(lease.uid)
-            lease.release()
+            lease.end()  # every process of its user ended before the id goes to another run
     if cgroup.active:
         note = (
             f"cgroup: {limits.memory_bytes / 1024**3:g} GiB memory and {limits.processes} tasks "

@@ -3,8 +3,10 @@
 Where the grader is root and a cgroup hierarchy is writable (v2 where ``memory`` and ``pids``
 are delegated, else v1), :class:`Cgroup` caps the memory (in-memory folders included) and the
 tasks of everything a run starts; removing it kills what is left in it. Elsewhere it is
-inactive, and only per-process limits hold (the result's note says which). Under v2 it also
-tells a run's conversation the CPU the run has used (:meth:`Cgroup.cpu_seconds`).
+inactive, and only per-process limits hold (the result's note says which). It also counts the
+CPU of everything the run started (:meth:`Cgroup.cpu_seconds`: v2's ``cpu.stat``, v1's
+``cpuacct`` controller where it is mounted), which the run's CPU cap reads
+(:mod:`.cpu_meter`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class Cgroup:
 
     ROOT_V2 = Path("/sys/fs/cgroup")
     ROOT_V1 = {"memory": Path("/sys/fs/cgroup/memory"), "pids": Path("/sys/fs/cgroup/pids")}
+    #: v1's CPU accounting, where it is mounted apart or with ``cpu`` (made when it can be)
+    CPUACCT_V1 = (Path("/sys/fs/cgroup/cpuacct"), Path("/sys/fs/cgroup/cpu,cpuacct"))
 
     def __init__(self, name: str, limits: SandboxLimits, enabled: bool = True) -> None:
         self.dirs: list[Path] = []
@@ -60,25 +64,42 @@ class Cgroup:
                 self.dirs.append(pids)
                 (memory / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
                 (pids / "pids.max").write_text(str(limits.processes))
+                self._cpuacct_v1(name)
         except OSError:
             self.remove()
             self.dirs = []
+
+    def _cpuacct_v1(self, name: str) -> None:
+        """A v1 ``cpuacct`` group beside the memory and pids ones, where the hierarchy is
+        mounted and writable (else the run's CPU is read from its processes)."""
+        for root in self.CPUACCT_V1:
+            if (root / "cpuacct.usage").exists() and not root.is_symlink():
+                folder = root / f"a2c-grading-{name}"
+                try:
+                    folder.mkdir()
+                except OSError:
+                    return
+                self.dirs.append(folder)
+                return
 
     @property
     def active(self) -> bool:
         return bool(self.dirs)
 
     def cpu_seconds(self) -> float | None:
-        """CPU seconds used so far by everything in the run (v2's ``cpu.stat``), or ``None``
-        where there is no such figure (no cgroup, or v1 without ``cpuacct``)."""
-        if not self.dirs or self.dirs[0].parent != self.ROOT_V2:
-            return None
-        try:
-            for line in (self.dirs[0] / "cpu.stat").read_text().splitlines():
-                if line.startswith("usage_usec "):
-                    return int(line.split()[1]) / 1e6
-        except (OSError, ValueError):
-            return None
+        """CPU seconds used so far by everything in the run (v2's ``cpu.stat``, v1's
+        ``cpuacct.usage``), or ``None`` where there is no such figure (no cgroup, or v1
+        without ``cpuacct``)."""
+        for folder in self.dirs:
+            try:
+                if folder.parent == self.ROOT_V2:
+                    for line in (folder / "cpu.stat").read_text().splitlines():
+                        if line.startswith("usage_usec "):
+                            return int(line.split()[1]) / 1e6
+                elif (folder / "cpuacct.usage").exists():
+                    return int((folder / "cpuacct.usage").read_text()) / 1e9
+            except (OSError, ValueError):
+                return None
         return None
 
     def join(self) -> None:  # in the child, before exec

@@ -71,6 +71,7 @@ from pathlib import Path
 from autograder.core.isolation import landlock
 from autograder.core.isolation.cgroups import Cgroup
 from autograder.core.isolation.contract import SandboxLimits, SandboxResult, SandboxUnavailable
+from autograder.core.isolation.cpu_meter import CpuMeter
 from autograder.core.isolation.ipc_cleanup import remove_ipc_of
 from autograder.core.isolation.job_view import (
     SYSTEM_DIRS,
@@ -79,7 +80,7 @@ from autograder.core.isolation.job_view import (
     python_dirs,
 )
 from autograder.core.isolation.leases import UidLease, root_folder
-from autograder.core.isolation.supervision import Conversation, Pipes, supervise
+from autograder.core.isolation.supervision import Pipes, supervise
 from autograder.core.isolation.user_processes import processes_of
 
 __all__ = [
@@ -353,7 +354,7 @@ def run_in_container(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
-    stdin: bytes | Conversation,
+    stdin: bytes,
     wall_seconds: float,
     limits: SandboxLimits,
     channel_variable: str,
@@ -394,14 +395,18 @@ def run_in_container(
         popen["preexec_fn"] = lambda: _prepare_child(
             lease.uid, limits, cgroup, cpu_seconds, fence, network
         )
-        outcome = supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop)
+        meter = CpuMeter(cgroup.cpu_seconds, uid=lease.uid)  # its processes may leave the tree
+        outcome = supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop, meter)
     finally:
+        # Whatever ended the run, an error here included: without a writable cgroup (Docker's
+        # read-only /sys/fs/cgroup) nothing else ends what it left.
+        _kill_as_user(lease.uid)
         pipes.close()
         cgroup.remove()
         shutil.rmtree(staging, ignore_errors=True)
         _remove_left_files(lease.uid)
         remove_ipc_of(lease.uid)
-        lease.release()
+        lease.end()  # none of its processes left before the id goes to another run
     if cgroup.active:
         memory = f"a cgroup of {limits.memory_bytes / 1024**3:g} GiB and {limits.processes} tasks"
     else:

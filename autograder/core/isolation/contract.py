@@ -29,6 +29,9 @@ class SandboxLimits:
     file_bytes: int = 256 * 1024**2  #: one file (RLIMIT_FSIZE)
     channel_bytes: int = 256 * 1024**2  #: what the grader keeps of the channel
     log_bytes: int = 8000  #: the end of the output the grader keeps
+    #: CPU seconds of the whole run, every process it started counted (:mod:`.cpu_meter`); the
+    #: run is stopped when it has used them; None: no cap
+    cpu_seconds: float | None = None
 
 
 DEFAULT_LIMITS = SandboxLimits()
@@ -51,3 +54,5 @@ class SandboxResult:
     #: how the command was isolated: "bubblewrap", "container" (a fresh user, see
     #: :mod:`autograder.core.isolation.container`) or "none"
     isolation: str = "bubblewrap"
+    cpu_seconds: float = 0.0  #: CPU the run used, every process counted (as last read)
+    cpu_capped: bool = False  #: stopped because it used up ``SandboxLimits.cpu_seconds``

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autograder.core.isolation.contract import SandboxUnavailable
+from autograder.core.isolation.user_processes import kill_user_processes
 
 __all__ = [
     "CACHE_FOLDERS",
@@ -92,6 +93,11 @@ class UidLease:
             except BlockingIOError:
                 os.close(fd)
                 continue
+            # A grader killed before its run ended left nothing locked, but maybe processes of
+            # that user: they are ended first, or the id is passed over.
+            if not kill_user_processes(uid):
+                os.close(fd)
+                continue
             self.uid, self._fd, self._folder = uid, fd, folder
             return
         raise SandboxUnavailable(f"all {UID_COUNT} sandbox user ids are in use")
@@ -128,3 +134,13 @@ class UidLease:
 
     def release(self) -> None:
         os.close(self._fd)
+
+    def end(self) -> bool:
+        """End every process of this run's user, then give the user id back; a user id whose
+        processes could not all be ended (one in uninterruptible sleep, say) is kept out of use
+        while this grader lives (its lock stays held), so no run meets them. Whether it was
+        given back."""
+        if not kill_user_processes(self.uid):
+            return False
+        self.release()
+        return True

@@ -22,7 +22,7 @@ from autograder.core.isolation.contract import (
     SandboxResult,
     SandboxUnavailable,
 )
-from autograder.core.isolation.supervision import CHANNEL_VARIABLE, Conversation
+from autograder.core.isolation.supervision import CHANNEL_VARIABLE
 
 __all__ = ["BUBBLEWRAP", "CONTAINER", "ISOLATION_VARIABLE", "require_isolation", "run_isolated"]
 
@@ -58,7 +58,7 @@ def run_isolated(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
-    stdin: bytes | Conversation,
+    stdin: bytes,
     wall_seconds: float,
     limits: SandboxLimits = DEFAULT_LIMITS,
     isolate: bool = True,

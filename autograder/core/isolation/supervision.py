@@ -3,10 +3,12 @@
 What goes in and out of a run are pipes, never files: the job's standard input, its output and
 errors (the log: the grader keeps the end of it) and a *channel*, a pipe whose write end the
 job finds at the file descriptor named by :data:`CHANNEL_VARIABLE`. :func:`supervise` starts
-the command in a session of its own, reads both pipes with a size cap while it runs (or, for a
-:data:`Conversation`, lets the grader hold a dialogue on them), ends everything it started at
-the wall clock, and says how it ended (:class:`RunEnd`).
-:func:`apply_limits` sets the per-process limits in the child before ``exec``;
+the command in a session of its own, reads both pipes with a size cap while it runs, ends
+everything it started at the wall clock or once the run used its CPU cap (every process it
+started counted, :mod:`.cpu_meter`), and on any error of its own, and says how it ended
+(:class:`RunEnd`). :func:`apply_limits` sets the per-process limits in the child before
+``exec``; :func:`in_sandbox_limits` the ones that must be set inside a sandbox's own user
+namespace;
 :func:`through_root_launcher` starts a command through :mod:`.root_launcher` (root's private
 mount namespace, then an unprivileged user), its plan on a pipe.
 """
@@ -26,16 +28,16 @@ from typing import Any
 
 from autograder.core.isolation.cgroups import Cgroup
 from autograder.core.isolation.contract import SandboxLimits
+from autograder.core.isolation.cpu_meter import INTERVAL, CpuMeter
 
 __all__ = [
     "CHANNEL_VARIABLE",
-    "CONVERSATION_GRACE",
-    "Conversation",
     "LAUNCHER",
     "Pipes",
     "Reader",
     "RunEnd",
     "apply_limits",
+    "in_sandbox_limits",
     "supervise",
     "through_root_launcher",
     "write_all",
@@ -110,16 +112,6 @@ class Pipes:
             self.started = True  # closed once
 
 
-#: Instead of fixed ``stdin`` bytes, a run may hold a conversation: called in the grader's
-#: thread with the write end of the command's standard input and the read end of its channel
-#: (it owns and closes both), it sends requests and reads answers within its own time limits
-#: (:mod:`autograder.core.agent_play`); the run's ``channel`` is then empty. A conversation
-#: with a ``watch`` method is first handed a function that returns the run's CPU seconds so far,
-#: measured from outside (its cgroup), or ``None`` where there is no such measure.
-Conversation = Callable[[int, int], None]
-CONVERSATION_GRACE = 5.0  #: seconds a command gets to exit once its conversation is over
-
-
 @dataclass
 class RunEnd:
     """How a supervised command ended (:func:`supervise`)."""
@@ -130,22 +122,27 @@ class RunEnd:
     output: str
     channel: list[bytes]
     channel_overflow: bool
+    cpu_seconds: float = 0.0  #: the run's CPU as last read, every process counted
+    cpu_capped: bool = False  #: stopped because it used up its CPU cap
 
 
 def supervise(
     pipes: Pipes,
     popen: dict[str, Any],
-    stdin: bytes | Conversation,
+    stdin: bytes,
     wall_seconds: float,
     limits: SandboxLimits,
     cgroup: Cgroup,
     stop: Callable[[subprocess.Popen], None],
+    meter: CpuMeter | None = None,
 ) -> RunEnd:
     """Start ``subprocess.Popen(**popen)`` in a session of its own on ``pipes``, feed it
-    ``stdin`` (or hold the :data:`Conversation`), read its channel and log up to the caps, and end it at ``wall_seconds``:
-    ``stop(process)`` kills everything it started, whether it finished or not (nothing
-    outlives grading), then its cgroup goes. A process that escaped could hold the pipes open:
-    the readers are waited for a little, no more."""
+    ``stdin``, read its channel and log up to the caps, and end it at ``wall_seconds``, or
+    once it has used ``limits.cpu_seconds`` of CPU (read by ``meter`` every
+    :data:`~.cpu_meter.INTERVAL` seconds, every process it started counted): ``stop(process)``
+    kills everything it started, whether it finished or not, and whatever went wrong here after
+    it started (nothing outlives grading), then its cgroup goes. A process that escaped could
+    hold the pipes open: the readers are waited for a little, no more."""
     start = time.monotonic()
     process = subprocess.Popen(
         **popen,
@@ -156,29 +153,39 @@ def supervise(
         start_new_session=True,
     )
     pipes.started = True
-    for fd in (pipes.stdin_read, pipes.log_write):
-        os.close(fd)
-    pipes.close_kept()
-    log = Reader(pipes.log_read, limits.log_bytes, tail=True)
-    log.start()
-    channel = Reader(-1, 0)
-    if callable(stdin):
-        watch = getattr(stdin, "watch", None)  # a conversation that caps the run's CPU
-        if callable(watch):
-            watch(cgroup.cpu_seconds)
-        stdin(pipes.stdin_write, pipes.channel_read)
-        # The conversation is over: the command has a few seconds to exit, no more.
-        wall_seconds = min(wall_seconds, time.monotonic() - start + CONVERSATION_GRACE)
-    else:
+    timed_out = capped = False
+    meter = meter or CpuMeter(cgroup.cpu_seconds, root=process.pid)
+    used = 0.0
+    log = channel = None
+    try:
+        for fd in (pipes.stdin_read, pipes.log_write):
+            os.close(fd)
+        pipes.close_kept()
+        log = Reader(pipes.log_read, limits.log_bytes, tail=True)
+        log.start()
         channel = Reader(pipes.channel_read, limits.channel_bytes)
         channel.start()
         threading.Thread(target=write_all, args=(pipes.stdin_write, stdin), daemon=True).start()
-    timed_out = False
-    try:
-        process.wait(timeout=max(0.0, wall_seconds - (time.monotonic() - start)))
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        while True:
+            left = wall_seconds - (time.monotonic() - start)
+            if left <= 0:
+                timed_out = True
+                break
+            try:
+                process.wait(timeout=min(INTERVAL, left))
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if limits.cpu_seconds is not None:
+                used = meter()
+                if used >= limits.cpu_seconds:
+                    capped = True
+                    break
     finally:
+        try:
+            used = max(used, meter()) if limits.cpu_seconds is not None else used
+        except Exception:  # noqa: BLE001 - a figure; the run is stopped whatever happens
+            pass
         stop(process)
         process.wait()
         cgroup.remove()
@@ -186,24 +193,49 @@ def supervise(
         channel.join(timeout=10)
     log.join(timeout=2)
     return RunEnd(
-        returncode=None if timed_out else process.returncode,
+        returncode=None if (timed_out or capped) else process.returncode,
         timed_out=timed_out,
         seconds=time.monotonic() - start,
         output=bytes(log.data).decode("utf-8", "replace"),
         channel=channel.lines(),
         channel_overflow=channel.overflow,
+        cpu_seconds=used,
+        cpu_capped=capped,
     )
 
 
-def apply_limits(limits: SandboxLimits, cgroup: Cgroup) -> None:  # runs in the child, before exec
+def apply_limits(
+    limits: SandboxLimits, cgroup: Cgroup, per_user: bool = True
+) -> None:  # runs in the child, before exec
+    """The per-process limits, and the run's task limit where it is counted for the run's own
+    user id (``per_user``: a grader started as root gives each run a fresh one). A grader that is
+    not root shares its user id with every sandbox it starts, so there the task limit is set
+    inside each sandbox's own user namespace instead (:func:`in_sandbox_limits`)."""
     import resource
 
     cgroup.join()
     resource.setrlimit(resource.RLIMIT_AS, (limits.address_space_bytes,) * 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes,) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # Counted per user id: the run's own fresh user id when the grader is root (root ignores it).
-    resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes,) * 2)
+    if per_user:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes,) * 2)
+
+
+#: Sets ``RLIMIT_NPROC`` (soft and hard, which the sandbox cannot raise) then runs its command.
+_NPROC_SHIM = (
+    "import os, resource, sys; n = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def in_sandbox_limits(limits: SandboxLimits, python: str, argv: list[str]) -> list[str]:
+    """``argv`` preceded by a step, run inside the sandbox, that caps its tasks at
+    ``limits.processes``. Since Linux 5.14 ``RLIMIT_NPROC`` counts a user's tasks per user
+    namespace, each level against its own limit: set inside the sandbox's namespace, the cap is
+    the run's alone, while the grader's user keeps its own limit for the next sandbox. Set on
+    bubblewrap itself, as before, one run's threads counted against every sandbox of a grader
+    that is not root (the next one could not start: ``bwrap: Creating new namespace failed``)."""
+    return [python, "-I", "-S", "-c", _NPROC_SHIM, str(limits.processes), *argv]
 
 
 def through_root_launcher(launch: dict[str, Any], argv: list[str], keep: list[int]) -> list[str]:

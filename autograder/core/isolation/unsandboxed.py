@@ -28,13 +28,11 @@ from autograder.core.isolation.job_view import outside_command, python_dirs, rea
 from autograder.core.isolation.leases import UidLease, root_folder
 from autograder.core.isolation.supervision import (
     CHANNEL_VARIABLE,
-    Conversation,
     Pipes,
     apply_limits,
     supervise,
     through_root_launcher,
 )
-from autograder.core.isolation.user_processes import kill_user_processes
 
 __all__ = ["require_unsandboxed_user", "run_unsandboxed"]
 
@@ -60,7 +58,7 @@ def run_unsandboxed(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
-    stdin: bytes | Conversation,
+    stdin: bytes,
     wall_seconds: float,
     limits: SandboxLimits = DEFAULT_LIMITS,
 ) -> SandboxResult:
@@ -108,8 +106,7 @@ def run_unsandboxed(
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
         if lease is not None:
-            kill_user_processes(lease.uid)
-            lease.release()
+            lease.end()  # every process of its user ended before the id goes to another run
     return SandboxResult(
         **vars(outcome),
         sandboxed=False,

@@ -24,40 +24,41 @@ def ended(pid: int | str) -> bool:
         return True
 
 
-def kill_user_processes(uid: int, rounds: int = 50) -> None:
+def kill_user_processes(uid: int, seconds: float = 10.0) -> bool:
     """Kill every process of the host user ``uid`` (a sandbox user id, never root's), until
-    none is left running: a run without a cgroup may have left some outside its process group,
-    and the next run given that user id must not meet them. Zombies are not waited for
-    (:func:`ended`)."""
-    for _ in range(rounds):
-        found = False
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/status") as status:
-                    ids = next(line for line in status if line.startswith("Uid:")).split()[1:]
-            except (OSError, StopIteration):
-                continue
-            if str(uid) in ids and not ended(entry.name):
-                found = True
-                try:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                except OSError:
-                    pass
+    none is left running or ``seconds`` have passed: a run without a cgroup may have left some
+    outside its process group, and the next run given that user id must not meet them. Zombies
+    are not waited for (:func:`ended`). Whether none is left."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = processes_of(uid)
         if not found:
-            return
+            return True
+        if time.monotonic() > deadline:
+            return False
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         time.sleep(0.02)
 
 
+def _ids(pid: str) -> list[str]:
+    """The real, effective, saved and file-system user ids of ``pid`` (``[]``: gone). Read from
+    its status, not from who owns ``/proc/<pid>``: a process that made itself not dumpable has
+    its folder owned by root."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return next(line for line in status if line.startswith("Uid:")).split()[1:]
+    except (OSError, StopIteration):
+        return []
+
+
 def processes_of(uid: int) -> list[int]:
-    """The processes of ``uid`` still running (a zombie is not: :func:`ended`)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid and not ended(entry):
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
+    """The processes of ``uid`` (any of their user ids) still running (a zombie is not:
+    :func:`ended`)."""
+    return [
+        int(entry) for entry in os.listdir("/proc")
+        if entry.isdigit() and str(uid) in _ids(entry) and not ended(entry)
+    ]  # fmt: skip

@@ -56,6 +56,12 @@ def run_status(channel: Channel, ran: Any) -> str | None:
     """The status of the run ``ran`` whose channel is ``channel``; ``None``: ``graded``."""
     if channel.malformed:
         return "tampered: the sandbox returned malformed results"
+    if getattr(ran, "cpu_capped", False):
+        return (
+            f"timeout: the notebook's processes used up the CPU its run may use "
+            f"({ran.cpu_seconds:.0f} s, every process it started counted) and were stopped; "
+            "parts judged before that are shown"
+        )
     if ran.timed_out:
         return (
             f"timeout: the notebook ran past the grading limit ({ran.wall_seconds:g} s) and "

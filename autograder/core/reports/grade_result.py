@@ -149,8 +149,8 @@ class GradeResult:
 
     def as_dict(self) -> dict[str, Any]:
         """``{"total", "max_total", "status", "notes", "sandboxed", "isolation", "parts",
-        "agent"}`` (the agent without its replay strip; ``isolation`` :data:`NOT_RUN` for a
-        file that never ran, whose ``sandboxed`` is false)."""
+        "agent"}`` (the agent without its replay strip and fingerprint; ``isolation``
+        :data:`NOT_RUN` for a file that never ran, whose ``sandboxed`` is false)."""
         return {
             "total": self.total,
             "max_total": self.max_total,
@@ -160,7 +160,8 @@ class GradeResult:
             "isolation": self.isolation if self.ran else NOT_RUN,
             "parts": {key: part.as_dict() for key, part in self.parts.items()},
             "agent": None if self.agent is None else {
-                key: value for key, value in self.agent.items() if key != "replay_png"
+                key: value for key, value in self.agent.items()
+                if key not in ("replay_png", "fingerprint")
             },
         }  # fmt: skip
 

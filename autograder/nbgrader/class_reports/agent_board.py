@@ -66,10 +66,16 @@ def _ranked(rows: Sequence[GradeRow]) -> list[tuple[float, GradeRow]]:
     return sorted(scored, key=lambda pair: (-pair[0], pair[1].student))
 
 
-def leaderboard_lines(rows: Sequence[GradeRow], anonymous: bool = False) -> list[str]:
+def leaderboard_lines(
+    rows: Sequence[GradeRow],
+    anonymous: bool = False,
+    copies: Sequence[Sequence[str]] | None = None,
+) -> list[str]:
     """The class's agents ranked by verified score: rank, student (not with ``anonymous``),
     score, spread, games, capped games, and the flags; ``[]`` when no agent was played. Ties
-    share a rank."""
+    share a rank. ``copies``: the groups of students who handed in the same agent (their
+    weights compared: :meth:`~autograder.nbgrader.class_reports.agent_records.AgentRecords.copies`);
+    by default, the same weights' digest."""
     ranked = _ranked(rows)
     if not ranked:
         return []
@@ -91,7 +97,7 @@ def leaderboard_lines(rows: Sequence[GradeRow], anonymous: bool = False) -> list
             line += f"  [{cells['agent_flag']}: claimed {cells['claimed_score'] or '?'}]"
         lines.append(line)
     if not anonymous:
-        for names in duplicate_agents(rows):
+        for names in duplicate_agents(rows) if copies is None else copies:
             lines.append(f"same agent weights handed in by: {', '.join(names)}")
         missing = sum(1 for row in rows if row.agent and row.agent.flag == "no verified score")
         if missing:

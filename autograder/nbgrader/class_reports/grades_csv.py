@@ -23,7 +23,7 @@ from pathlib import Path
 
 from autograder.core.course.points import CoursePoints
 from autograder.core.reports.grade_result import NOT_RUN, GradeResult
-from autograder.core.reports.safe_text import csv_cell, points_text
+from autograder.core.reports.safe_text import csv_cell, csv_text, points_text
 from autograder.nbgrader.class_reports.agent_board import agent_columns
 from autograder.nbgrader.class_reports.grade_row import (
     AGENT_COLUMNS,
@@ -142,8 +142,7 @@ def read_rows(path: Path) -> tuple[list[dict[str, str]], list[str]]:
         rows = [{key: value or "" for key, value in row.items() if key} for row in reader]
     for row in rows:  # undo csv_cell's quote mark so the next write does not add a second one
         for key, value in row.items():
-            if value.startswith("'") and value[1:2] in ("=", "+", "-", "@", "\t", "\r"):
-                row[key] = value[1:]
+            row[key] = csv_text(value)
     return rows, columns
 
 

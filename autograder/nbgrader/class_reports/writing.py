@@ -26,8 +26,12 @@ graded, every report says ``not graded yet``, never 0.
   scores with the students' ids and the same weights handed in twice; ``leaderboard.txt``: the
   same ranking without ids, to show the students (:mod:`.agent_board`);
 * ``received/<student>/<UTC time>-<sha256[:12]>.ipynb``: every submitted file byte for byte,
-  never overwritten (the same bytes are kept once); the course keeps the same copies in
-  ``<course>/received/``.
+  never overwritten (the same bytes are kept once), with the saved agent handed in beside it
+  (``...ipynb`` -> ``....a2c_agent.json``); the course keeps the same copies in
+  ``<course>/received/``;
+* ``agents/``: the class's key for the weights' fingerprints and each student's recorded agent
+  (:mod:`.agent_records`): a grading of the same weights keeps its verified score, and the
+  board names the same agent handed in by several students.
 """
 
 from __future__ import annotations
@@ -41,8 +45,10 @@ from typing import Any
 
 from autograder.core.course.points import CoursePoints
 from autograder.core.intake.collect import Problem, Submission
+from autograder.core.intake.submission_file import agent_file_beside
 from autograder.core.reports.grade_result import NOT_RUN, GradeResult
 from autograder.nbgrader.class_reports.agent_board import leaderboard_lines
+from autograder.nbgrader.class_reports.agent_records import AgentRecords
 from autograder.nbgrader.class_reports.change_lines import change_lines
 from autograder.nbgrader.class_reports.grade_row import GradeRow
 from autograder.nbgrader.class_reports.grades_csv import (
@@ -131,9 +137,10 @@ def write_outputs(
                 ", not graded (kept in received/)"
             )
     for student, path in to_keep:
-        kept = keep_received(out / "received", student, path, stamp)
+        agent = agent_file_beside(path)  # the agent handed in with it, kept beside it
+        kept = keep_received(out / "received", student, path, stamp, agent)
         if course_root is not None:
-            keep_received(Path(course_root) / "received", student, path, stamp)
+            keep_received(Path(course_root) / "received", student, path, stamp, agent)
         if kept is not None:
             received.setdefault(str(path), str(kept.relative_to(out)))
     origins = {str(sub.path): sub.origin for sub in submissions if sub.origin}
@@ -193,7 +200,10 @@ def write_outputs(
     )
     columns = csv_columns(points, rows, old_columns)
     write_class(rows, columns, out / "grades.csv")
-    board = leaderboard_lines(rows)
+    records = AgentRecords(out)
+    records.keep(results)
+    graded_rows = [row.student for row in rows if row.student]
+    board = leaderboard_lines(rows, copies=records.copies(graded_rows))
     matching = matching_lines(submissions)
     summary = "\n".join(
         [summary_text(rows, points), *([""] + matching if matching else []),

@@ -10,8 +10,8 @@ values) and ``visibility``. The bonus part is its own test. Part 8 has no test: 
 is a question of its own, graded by hand, and a test for it could only pass or fail a part
 nobody has read yet. Where the grader played the saved agent, a test (of the agent's points,
 none unless the course gives some) says its verified score (:func:`~autograder.core.agent_play.feedback.agent_line`) and ``leaderboard``
-holds it (Gradescope's leaderboard: the verified score, highest first, its spread and the
-games). The grader's own log stays hidden from students (``stdout_visibility``).
+holds it when the result is ``graded`` (Gradescope's leaderboard: the verified score, highest
+first, its spread and the games; a result that is no grade ranks nowhere). The grader's own log stays hidden from students (``stdout_visibility``).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def gradescope_results(result: Any, seconds: float) -> dict[str, Any]:
             test.update(score=result.agent_points if graded else 0.0, max_score=result.agent_max)
         tests.append(test)
         verified = result.agent.get("verified")
-        if verified:
+        if verified and result.status == "graded":  # a result that is no grade ranks nowhere
             results["leaderboard"] = [
                 {"name": "Verified score", "value": round(verified["score"], 1)},
                 {"name": "Spread (std)", "value": round(verified["std"], 1), "order": "asc"},

@@ -47,6 +47,7 @@ def _sealed_name(name):
         "course_lib.checks.fixtures",
         "course_lib.checks.layers",
         "course_lib.checks.properties",
+        "course_lib.saved_agent",
     )
 
 

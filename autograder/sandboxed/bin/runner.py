@@ -17,8 +17,9 @@ arrive in time is killed. After a kill, a new executor replays the cells that ha
 (within twice the time they took plus :data:`REPLAY_SLACK`, 10 s, times the time scale), so
 one hanging part costs that part and one limit, never the parts after it. The whole job has one budget, ``budget_seconds`` (one cell
 limit and a reserve for the rest): every wait is cut to what is left of it, and once it is
-spent, or after :data:`MAX_RESTARTS` kills, the remaining parts are not run and the channel
-says why (``{"event": "stopped", "reason"}``).
+spent, or after :data:`MAX_RESTARTS` kills, or once :data:`MAX_OVERRUNS` cells have run past
+their limit (the last one is not followed by a replay), the remaining parts are not run and
+the channel says why (``{"event": "stopped", "reason"}``).
 
 The executor runs in user, PID and mount namespaces of its own where ``unshare`` can make them
 (``/proc`` shows only its own processes): the student's code cannot signal, stop or read this
@@ -38,6 +39,9 @@ import time
 MAX_LINE = 64 * 1024**2  # a reply longer than this is dropped (the grader has its own cap)
 INTERRUPT_GRACE = 3.0  # seconds a cell gets to stop after SIGINT before it is killed (x scale)
 MAX_RESTARTS = 3  # executors killed and replaced; after that the remaining cells are not run
+#: Cells that ran past their limit (interrupted or killed); at the last, the remaining cells
+#: are not run, and no kill is followed by a replay: an honest notebook has one such cell at most
+MAX_OVERRUNS = 2
 REPLAY_SLACK = 10.0  # seconds a replay gets on top of twice what the cells took the first time
 #: The executor alone in namespaces of its own, the first process of its PID namespace, in a
 #: session of its own: it cannot see, signal or stop the runner, nor ``unshare`` above it.
@@ -110,7 +114,7 @@ class Executor:
                 return line
             try:
                 reply = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # 4 KB of "[" is a RecursionError, not JSON
                 continue
             if isinstance(reply, dict) and reply.get("seq") == self.seq:
                 return reply
@@ -176,6 +180,7 @@ class Supervisor:
         self.nested = _nested_works()
         self.executor = Executor(script, self.nested)
         self.restarts = 0
+        self.overruns = 0  # cells that ran past their limit
 
     def left(self, seconds):
         """``seconds``, cut to what is left of the job's budget."""
@@ -221,6 +226,7 @@ class Supervisor:
         self.executor.send({"op": "run", "source": cell["source"]})
         reply = self.executor.reply(limit)
         restart = False
+        overran = reply == "timeout" and limit >= self.job["cell_seconds"]
         if reply == "timeout":
             self.executor.interrupt()
             reply = self.executor.reply(INTERRUPT_GRACE * self.scale)
@@ -244,6 +250,12 @@ class Supervisor:
                 "seconds": round(seconds, 3),
             },
         )
+        if overran:
+            self.overruns += 1
+            if self.overruns >= MAX_OVERRUNS:  # no replay: nothing more of the notebook runs
+                raise GiveUp(
+                    f"{self.overruns} cells ran past the {self.job['cell_seconds']:g} s limit"
+                )
         if restart:
             self.restart()
 

@@ -45,7 +45,14 @@ from course_lib.checks.layers import (
 )
 from course_lib.checks.properties import output_pair_problem
 
-__all__ = ["GATE", "SUBCHECKS", "draw_cases", "nature_dqn"]
+__all__ = [
+    "GATE",
+    "SUBCHECKS",
+    "draw_cases",
+    "nature_dqn",
+    "output_mismatch",
+    "outputs_close",
+]
 
 #: The outputs must be the Nature-DQN's on the secret frames, and the critic must be able to go
 #: negative: a value head squashed by a ReLU matches the network only on the frames where its
@@ -74,12 +81,18 @@ def _drawn(weight_seed: int, n_actions: int, biases: tuple[bool, ...]):
 
 
 def nature_dqn(
-    weights: list[tuple[np.ndarray, np.ndarray]], obs: np.ndarray, scale: float = 1 / 255
+    weights: list[tuple[np.ndarray, np.ndarray]],
+    obs: np.ndarray,
+    scale: float = 1 / 255,
+    dtype: torch.dtype = torch.float64,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The grader's own Nature-DQN forward pass (float64) with the given weights."""
-    tensors = [(torch.from_numpy(w).double(), torch.from_numpy(b).double()) for w, b in weights]
+    """The grader's own Nature-DQN forward pass with the given weights (conv1..3, fc, policy
+    and value heads): float64 for the judges, float32 for playing a saved agent
+    (:mod:`autograder.core.agent_play`)."""
+    tensors = [(torch.from_numpy(w).to(dtype), torch.from_numpy(b).to(dtype)) for w, b in weights]
     with torch.no_grad():
-        x = torch.from_numpy(np.array(obs)).double() * scale
+        obs = np.asarray(obs)
+        x = torch.from_numpy(obs if obs.flags.writeable else obs.copy()).to(dtype) * scale
         for (weight, bias), (_, _, stride) in zip(tensors[:3], NATURE_TRUNK, strict=False):
             x = F.relu(F.conv2d(x, weight, bias, stride=stride))
         x = F.relu(F.linear(x.flatten(1), *tensors[3]))
@@ -95,7 +108,9 @@ def _frames(n: int, seed: int) -> np.ndarray:
     return frames
 
 
-def _close(got: np.ndarray, want: np.ndarray) -> bool:
+def outputs_close(got: np.ndarray, want: np.ndarray) -> bool:
+    """Whether a network's outputs ``got`` are the Nature-DQN's ``want``, within float32
+    rounding (relative to the largest output)."""
     scale = max(1.0, float(np.abs(want).max())) if want.size else 1.0
     return is_close(got, want, rtol=1e-4, atol=1e-4 * scale)
 
@@ -123,28 +138,37 @@ def _verified(observation: dict[str, Any], case: dict[str, Any], output_key: str
         _compare(tuple(array_of(item) for item in drawn[key]["items"]), weights, obs, A, n)
 
 
-def _compare(got, weights, obs: np.ndarray, A: int, n: int) -> None:
-    """CheckFailed with a hint unless ``got`` is what the Nature-DQN network gives."""
+def output_mismatch(got, weights, obs: np.ndarray) -> tuple[list[str], str]:
+    """Which of ``got`` (logits, values) differ from what the Nature-DQN network computes with
+    ``weights`` on ``obs``, and a hint at the likely mistake (``[]`` and ``""`` when none)."""
     want = nature_dqn(weights, obs)
-    wrong = [
-        name for name, g, w in zip(("logits", "values"), got, want, strict=True) if not _close(g, w)
-    ]
+    pairs = zip(("logits", "values"), got, want, strict=True)
+    wrong = [name for name, g, w in pairs if not outputs_close(g, w)]
     if not wrong:
-        return
+        return [], ""
     hint = ""
     unscaled = nature_dqn(weights, obs, scale=1.0)
-    if all(_close(g, w) for g, w in zip(got, unscaled, strict=True)):
+    if all(outputs_close(g, w) for g, w in zip(got, unscaled, strict=True)):
         hint = (
             " They match the network without the scaling: the network divides its input by "
             "255 first (Part 1's table)."
         )
-    elif wrong == ["values"] and (
-        _close(got[1], np.maximum(want[1], 0)) or _close(got[1], np.logaddexp(want[1], 0))
+    elif wrong == ["values"] and any(
+        outputs_close(got[1], squashed)
+        for squashed in (np.maximum(want[1], 0), np.logaddexp(want[1], 0))
     ):
         hint = (
             " Yours are the network's values passed through a ReLU or softplus: the value head "
             "is a plain linear layer, no ReLU or softplus after it (returns can be negative)."
         )
+    return wrong, hint
+
+
+def _compare(got, weights, obs: np.ndarray, A: int, n: int) -> None:
+    """CheckFailed with a hint unless ``got`` is what the Nature-DQN network gives."""
+    wrong, hint = output_mismatch(got, weights, obs)
+    if not wrong:
+        return
     raise CheckFailed(
         f"on {n} uint8 frames with n_actions={A} and test weights loaded into your layers, your "
         f"{' and '.join(wrong)} differ from what {NATURE_TEXT} computes with those weights.{hint}"

@@ -5,7 +5,9 @@ small arrays drawn by the grader for this grading), calls the student's code onc
 times and returns an observation: the outputs (:func:`course_lib.checks.properties.capture`),
 and facts only the running code can see (which parameters a gradient reached, which inputs
 were changed in place, which layers the model's forward pass used). One module per part,
-mirroring the judges (:mod:`autograder.core.judging.parts`).
+mirroring the judges (:mod:`autograder.core.judging.parts`); :mod:`.saved_agent` reports the
+student's ``make_model`` with the saved agent's weights (judged in
+:mod:`autograder.core.agent_play.model_check`).
 Exceptions from the student's code propagate to the caller (:mod:`.harness`).
 
 The grader runs the same probes on the reference in its own process, on the same case, and
@@ -27,6 +29,7 @@ from .gae import gae
 from .merge_time_batch import merge
 from .model import model_negative_values, model_net, model_outputs
 from .policy import policy_act, policy_samples
+from .saved_agent import saved_agent_outputs
 
 __all__ = ["PROBES", "run_probe"]
 
@@ -41,6 +44,7 @@ PROBES: dict[str, Callable[[Any, dict[str, Any]], Observation]] = {
     "gae": gae,
     "merge": merge,
     "a2c_run": a2c_run,
+    "saved_agent_outputs": saved_agent_outputs,
 }
 
 

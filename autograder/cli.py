@@ -30,6 +30,11 @@ Commands (each in its own module of :mod:`autograder.commands`, which says what 
 * ``gradescope``, ``prairielearn`` (:mod:`autograder.commands.platforms`): the platforms'
   bundles.
 
+Every command that grades or builds a bundle takes the course's limits, one option each,
+generated from their one declaration (:mod:`autograder.core.course.limits`: ``--timeout``,
+``--agent-cpu-seconds``, ``--sandbox-memory-bytes``...), and ``--settings FILE``, a course
+settings file holding them (:mod:`autograder.commands.options`).
+
 Exit status: 0 when every submission was graded, 1 when some could not be (listed on stderr),
 2 for a usage error; 1 also when the scheduler cannot be reached or a worker cannot grade.
 Text that came from a submission is printed without control characters.
@@ -60,6 +65,7 @@ COMMANDS = (grade, grade_all, regrade, export, similarity, cluster, platforms)
 #: The paths a command may be given: made absolute first, since nbgrader changes the working
 #: directory.
 PATH_ARGUMENTS = ("path", "out", "source", "course", "roster", "certificates", "folder", "release")
+PATH_ARGUMENTS += ("settings",)
 
 
 def build_parser() -> argparse.ArgumentParser:

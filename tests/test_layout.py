@@ -78,11 +78,12 @@ def test_the_grading_core_knows_nothing_of_nbgrader_or_the_front_ends():
 
 
 #: The core's rooms and what each may import of the core besides itself (docs/design.md,
-#: section 2): the course (parts, points, settings) and isolation know nothing of the rest;
+#: section 2): the course (parts, points, limits) knows only isolation's limits, and
+#: isolation nothing of the rest;
 #: judging and intake know nothing of isolation; reports know only the grade and the course;
 #: the assessor and the cluster put them together.
 CORE_ROOMS = {
-    "course": set(),
+    "course": {"isolation"},
     "isolation": set(),
     "reports": {"course"},
     "intake": {"reports"},
@@ -90,6 +91,7 @@ CORE_ROOMS = {
     "agent_play": {"intake", "judging", "reports", "course"},
     "cluster": {
         "isolation", "intake", "reports", "assessor", "package_digest", "agent_play", "fan_out",
+        "course",
     },
 }
 

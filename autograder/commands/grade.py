@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autograder.commands.options import add_grading_options
+from autograder.commands.options import add_grading_options, limits_of
 from autograder.core.reports.safe_text import printable
 
 __all__ = ["NEUTRAL_STUDENT", "add_parser", "grade_student", "run"]
@@ -82,8 +82,9 @@ def run(args: argparse.Namespace) -> int:
             f"error: {args.path} does not exist (give the path of a .ipynb file)", file=sys.stderr
         )
         return 2
+    limits = limits_of(args)  # a bad limit stops here, before any grading
     student = args.student or grade_student(args.path)
-    with Grader(args.source, timeout=args.timeout, isolate=not args.no_sandbox) as grader:
+    with Grader(args.source, isolate=not args.no_sandbox, limits=limits) as grader:
         result = grader.grade(args.path, student=student)
     if args.json:
         print(json.dumps(result.as_dict()))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.commands.cluster import add_cluster_options, cluster_session
-from autograder.commands.options import add_grading_options
+from autograder.commands.options import add_grading_options, limits_of
 from autograder.core.reports.safe_text import printable
 
 __all__ = ["add_parser", "run"]
@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from autograder.nbgrader.roster import read_roster
     from autograder.nbgrader.submission_times import parse_deadline
 
+    limits = limits_of(args)  # a bad limit stops here, before any grading
     deadline = parse_deadline(args.deadline) if args.deadline else None
     if args.late_penalty is not None:
         parse_late_penalty(args.late_penalty)  # a bad rule stops here, before any grading
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
                 isolate = not args.no_sandbox
                 sandbox_here = isolate and client is None
                 with Grader(
-                    args.source, timeout=args.timeout, isolate=sandbox_here, course=args.course
+                    args.source, isolate=sandbox_here, course=args.course, limits=limits
                 ) as grader:
                     results = grade_many(
                         grader,

@@ -3,7 +3,9 @@
 ``gradescope`` writes the autograder zip to upload to Gradescope (:mod:`autograder.platforms.gradescope`);
 ``prairielearn`` writes an externally graded question, its grader and its image recipe
 (:mod:`autograder.platforms.prairielearn`). Both grade there as ``grade`` does, in container mode where
-the platform's container refuses bubblewrap (:mod:`autograder.core.isolation.container`).
+the platform's container refuses bubblewrap (:mod:`autograder.core.isolation.container`), with
+the course the bundle carries: the limits given here (``--timeout``, ``--agent-cpu-seconds``,
+``--settings FILE``...) hold there.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from typing import Any
+
+from autograder.commands.options import add_limit_options, limits_of
 
 __all__ = ["add_parser", "run"]
 
@@ -21,6 +25,7 @@ def add_parser(commands: Any) -> None:
     gradescope.add_argument(
         "--out", type=Path, default=Path("autograder.zip"), help="the zip (default: %(default)s)"
     )
+    add_limit_options(gradescope)  # the course the zip carries: its limits hold there
     gradescope.set_defaults(run=run)
     prairielearn = commands.add_parser(
         "prairielearn", help="an externally graded PrairieLearn question and its grader"
@@ -47,20 +52,22 @@ def add_parser(commands: Any) -> None:
         help="the question's uuid (PrairieLearn knows the question by it): the one in your "
         "course's questions/a2c/info.json; default: the earlier build's in --out, else a new one",
     )
+    add_limit_options(prairielearn)  # the course the bundle carries: its limits hold there
     prairielearn.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the bundle ``args.command`` names and say what to do with it."""
+    limits = limits_of(args)
     if args.command == "gradescope":
         from autograder.platforms.gradescope.bundle import build_zip
 
-        names = build_zip(args.out)
+        names = build_zip(args.out, limits=limits)
         print(f"{args.out}: {len(names)} files; upload it as the assignment's autograder")
         return 0
     from autograder.platforms.prairielearn.bundle import write_bundle
 
-    bundle = write_bundle(args.out, args.image, question_uuid=args.uuid)
+    bundle = write_bundle(args.out, args.image, question_uuid=args.uuid, limits=limits)
     kept = (
         "kept: PrairieLearn updates the same question"
         if bundle.kept

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.commands.cluster import add_cluster_options, cluster_session
-from autograder.commands.options import add_grading_options
+from autograder.commands.options import add_grading_options, limits_of
 from autograder.core.reports.safe_text import printable
 
 __all__ = ["add_parser", "run"]
@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from autograder.nbgrader.grader import Grader
     from autograder.nbgrader.regrading import regrade
 
+    limits = limits_of(args)  # a bad limit stops here, before any grading
     if args.course is not None:
         check_course_dir(args.course, allow_git=args.allow_git)
     try:
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             isolate = not args.no_sandbox
             course = None if args.dry_run else args.course
             with Grader(
-                args.source, timeout=args.timeout, isolate=isolate and client is None, course=course
+                args.source, isolate=isolate and client is None, course=course, limits=limits
             ) as grader:
                 if args.dry_run and args.course is not None:  # read only: what the course holds
                     grader.course = CourseTemplate(args.course, persistent=True)

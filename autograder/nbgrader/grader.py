@@ -49,8 +49,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from autograder.core.assessor import WALL_SECONDS, Assessment, Assessor, check_timeout
-from autograder.core.course.points import course_points
+import nbformat
+
+from autograder.core.assessor import Assessment, Assessor
+from autograder.core.course.limits import Limits
+from autograder.core.course.settings import Course
 from autograder.core.fan_out import LocalGrading, grade_class
 from autograder.core.file_tree import read_tree
 from autograder.core.intake.collect import Problem, Submission, student_id
@@ -59,7 +62,7 @@ from autograder.core.intake.submission_file import (
     agent_file_for,
     read_bytes,
 )
-from autograder.core.isolation import DEFAULT_LIMITS, SandboxLimits, require_isolation
+from autograder.core.isolation import require_isolation
 from autograder.core.isolation.unsandboxed import require_unsandboxed_user
 from autograder.core.reports.grade_result import GradeResult
 from autograder.nbgrader.agent_comment import record_agent_comment
@@ -81,7 +84,7 @@ from autograder.nbgrader.progress_log import ProgressLog
 from autograder.nbgrader.template_cache import template_course
 from solutions.parts import ASSIGNMENT, NOTEBOOK
 
-__all__ = ["Assessment", "ClassSettings", "Grader", "check_timeout", "grade_many"]
+__all__ = ["Assessment", "ClassSettings", "Grader", "grade_many"]
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class Grader:
 
     Args:
         source_notebook: the nbgrader source (solution cells and hidden tests).
-        timeout: per-cell time limit of the sandboxed run, in seconds (default 120).
+        timeout: the per-cell time limit (``cell.timeout``), instead of ``limits``'.
         workdir: where the template course, the grader's own course and the sandbox's view go
             (a new temporary folder by default; removed by :meth:`close`).
         keep: keep ``workdir`` (the grader's own course, with every notebook it recorded)
@@ -109,11 +112,12 @@ class Grader:
         isolate: run notebooks in the sandbox (``False``: a plain subprocess, for debugging;
             its results are never ``graded``). With ``True`` and no isolation that holds,
             raises :class:`~autograder.core.isolation.SandboxUnavailable` (with the ways out).
-        wall_seconds: the most a whole sandboxed run may take (default 900 s; the run is
-            killed at its own budget before that: :meth:`Assessor.budget`).
         course: an nbgrader course directory (made on first use) that also receives every
             graded notebook and score, for formgrader, ``generate_feedback`` and ``export``.
-        limits: memory, process and size limits of one sandboxed run.
+        limits: the course's limits (:mod:`autograder.core.course.limits`: cell, notebook,
+            sandbox, agent), read once by the caller (the command line and a settings file);
+            the course itself is read once from the release this grader makes, with them
+            (:attr:`Assessor.course`).
     """
 
     def __init__(
@@ -123,11 +127,12 @@ class Grader:
         workdir: Path | None = None,
         keep: bool = False,
         isolate: bool = True,
-        wall_seconds: float = WALL_SECONDS,
         course: Path | None = None,
-        limits: SandboxLimits = DEFAULT_LIMITS,
+        limits: Limits | None = None,
     ) -> None:
-        check_timeout(timeout)
+        limits = limits or Limits()  # a bad value stops here, before any nbgrader work
+        if timeout is not None:
+            limits = limits.with_changes({"cell.timeout": timeout})
         # Refused before any nbgrader work when student code could not be isolated.
         if isolate:
             require_isolation()
@@ -142,13 +147,12 @@ class Grader:
         self.workdir.mkdir(parents=True, exist_ok=True)
         source_notebook = Path(source_notebook).resolve()
         self.template = template_course(self.workdir / "template", source_notebook)
+        release = nbformat.read(self.template.release_notebook, as_version=4)
         self.assessor = Assessor(
-            self.template.release_notebook,
+            release,
             self.workdir / "sandbox",
-            timeout=timeout,
+            Course.of_release(release, limits),
             isolate=isolate,
-            wall_seconds=wall_seconds,
-            limits=limits,
             private_folders=[
                 self.workdir,
                 source_notebook.parent,
@@ -156,7 +160,7 @@ class Grader:
             ],
         )
         #: the release's points: what the class's reports count (part 8 and the bonus included)
-        self.points = course_points(self.assessor.release)
+        self.points = self.assessor.course.points
         self._files = read_tree(self.template.root)
         self._ids = itertools.count(1)  # thread-safe in CPython: score files' names stay unique
         self.course: CourseTemplate | None = None
@@ -174,7 +178,6 @@ class Grader:
     timeout = property(lambda self: self.assessor.timeout)
     isolate = property(lambda self: self.assessor.isolate)
     isolation = property(lambda self: self.assessor.isolation)
-    wall_seconds = property(lambda self: self.assessor.wall_seconds)
     limits = property(lambda self: self.assessor.limits)
 
     def budget(self, time_scale: float) -> float:

@@ -39,7 +39,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from autograder.core.isolation.cgroups import Cgroup, run_name
 from autograder.core.isolation.contract import (
     DEFAULT_LIMITS,
     SandboxLimits,
@@ -48,7 +47,7 @@ from autograder.core.isolation.contract import (
 )
 from autograder.core.isolation.cpu_meter import CpuMeter
 from autograder.core.isolation.job_view import SCRATCH, SYSTEM_DIRS, hidden_in
-from autograder.core.isolation.leases import CACHE_FOLDERS, FIRST_UID, UidLease, root_folder
+from autograder.core.isolation.leases import CACHE_FOLDERS, FIRST_UID, root_folder
 from autograder.core.isolation.neutral_bytecode import neutral_bytecode
 from autograder.core.isolation.python_layout import (
     ENVIRONMENT,
@@ -57,12 +56,11 @@ from autograder.core.isolation.python_layout import (
     Layout,
     layout,
 )
+from autograder.core.isolation.run_scope import RunScope
 from autograder.core.isolation.supervision import (
     CHANNEL_VARIABLE,
-    Pipes,
     apply_limits,
     in_sandbox_limits,
-    supervise,
     through_root_launcher,
     write_all,
 )
@@ -244,29 +242,24 @@ def run_bubblewrap(
     Raises :class:`~.contract.SandboxUnavailable` when bubblewrap cannot start.
     """
     require_sandbox()
-    pipes = Pipes()
-    env = {**env, CHANNEL_VARIABLE: str(pipes.channel_write)}
-    keep = pipes.keep
-    staging: Path | None = None
-    lease: UidLease | None = None
-    launch: dict[str, Any] | None = None
-    cgroup = Cgroup(run_name(), limits)
-    try:
+    # Started as root, bubblewrap runs as an unprivileged user of its own: the launcher (root,
+    # in a private mount namespace) builds the sandbox's tree in the staging folder first (see
+    # autograder/core/isolation/root_launcher.py), where that user can reach it.
+    as_root = os.getuid() == 0
+    with RunScope(limits, staging=("stage", 0o755) if as_root else None) as run:
+        keep = run.pipes.keep
+        env = {**env, CHANNEL_VARIABLE: str(run.pipes.channel_write)}
         view = layout(SYSTEM_DIRS)
         env = {**view.env, **env}
         if "PYTHONPATH" in view.env and "PYTHONPATH" in env:
             env["PYTHONPATH"] += os.pathsep + view.env["PYTHONPATH"]
         shown = {inside: str(Path(outside).resolve()) for inside, outside in readonly.items()}
         root = None
-        if os.getuid() == 0:
-            # bubblewrap runs as an unprivileged user of its own: the launcher (root, in a
-            # private mount namespace) builds the sandbox's tree in the staging folder first
-            # (see autograder/core/isolation/root_launcher.py), where that user can reach it.
-            lease = UidLease(root_folder())
-            staging = lease.staging("stage", 0o755)
-            root = str(staging / "root")
-            launch = {"root": root, "uid": lease.uid, "binds": [], "copies": []}
-            launch.update(root_tree(view, shown, limits, lease.uid))
+        launch: dict[str, Any] | None = None
+        if run.staging is not None and run.uid is not None:
+            root = str(run.staging / "root")
+            launch = {"root": root, "uid": run.uid, "binds": [], "copies": []}
+            launch.update(root_tree(view, shown, limits, run.uid))
         if launch is None:  # not root: the task limit inside the sandbox's user namespace
             argv = in_sandbox_limits(limits, PYTHON, list(argv))
         args = sandbox_args(view, shown, env, limits, keep, root)
@@ -295,18 +288,12 @@ def run_bubblewrap(
             except (ProcessLookupError, PermissionError):
                 pass
 
+        cgroup = run.cgroup
         popen = {"args": command, "executable": executable, "cwd": "/"}
         popen["env"] = {"PATH": "/usr/bin:/bin"}
         popen["preexec_fn"] = lambda: apply_limits(limits, cgroup, per_user=launch is not None)
-        meter = CpuMeter(cgroup.cpu_seconds, uid=lease.uid) if lease is not None else None
-        outcome = supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop, meter)
-    finally:
-        pipes.close()
-        cgroup.remove()
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
-        if lease is not None:
-            lease.end()  # every process of its user ended before the id goes to another run
+        meter = CpuMeter(cgroup.cpu_seconds, uid=run.uid) if run.uid is not None else None
+        outcome = run.supervise(popen, stdin, wall_seconds, stop, meter)
     if cgroup.active:
         note = (
             f"cgroup: {limits.memory_bytes / 1024**3:g} GiB memory and {limits.processes} tasks "
@@ -318,11 +305,4 @@ def run_bubblewrap(
             f"is limited per process ({limits.address_space_bytes / 1024**3:g} GiB), /tmp and "
             "the working folder by their size"
         )
-    return SandboxResult(
-        **vars(outcome),
-        sandboxed=True,
-        limits=note,
-        uid=lease.uid if lease is not None else None,
-        wall_seconds=wall_seconds,
-        isolation="bubblewrap",
-    )
+    return run.result(outcome, wall_seconds, sandboxed=True, limits=note, isolation="bubblewrap")

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import os
+import re
 import shutil
 import socket
 import stat

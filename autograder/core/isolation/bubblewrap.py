@@ -36,6 +36,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,16 @@ from autograder.core.isolation.supervision import (
     write_all,
 )
 
-__all__ = ["bwrap_works", "require_sandbox", "run_bubblewrap"]
+__all__ = [
+    "Launch",
+    "bwrap_works",
+    "job_environment",
+    "kill_group",
+    "launch_bubblewrap",
+    "limits_note",
+    "require_sandbox",
+    "run_bubblewrap",
+]
 
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")  #: bound from the host (root)
 DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
@@ -225,6 +235,113 @@ def root_tree(
     }
 
 
+@dataclass
+class Launch:
+    """A bubblewrap command ready to start (``popen``: :class:`subprocess.Popen`'s arguments but
+    the pipes) and what to undo once everything it started has ended (:meth:`undo`)."""
+
+    popen: dict[str, Any]
+    lease: UidLease | None = None  #: the user id it runs as (a grader started as root)
+    staging: Path | None = None  #: root's folder holding its tree
+
+    def undo(self) -> None:
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+        if self.lease is not None:
+            self.lease.end()  # every process of its user ended before the id goes to another run
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """End bubblewrap's whole group (inside it, its PID namespace already ends everything)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def job_environment(view: Layout, env: Mapping[str, str]) -> dict[str, str]:
+    """The job's whole environment: ``env`` over what the sandbox's Python needs (``view``),
+    their import paths joined."""
+    whole = {**view.env, **env}
+    if "PYTHONPATH" in view.env and "PYTHONPATH" in env:
+        whole["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + view.env["PYTHONPATH"]
+    return whole
+
+
+def launch_bubblewrap(
+    argv: Sequence[str],
+    readonly: Mapping[str, Path],
+    env: Mapping[str, str],
+    limits: SandboxLimits,
+    keep: list[int],
+    cgroup: Cgroup,
+) -> Launch:
+    """What starts ``argv`` in a new sandbox (see :func:`run_bubblewrap` for the arguments):
+    a grader started as root leases a user id and has the launcher build the sandbox's tree
+    first (:mod:`.root_launcher`); ``keep`` gets the descriptors the command must inherit."""
+    launch = Launch({})
+    try:
+        view = layout(SYSTEM_DIRS)
+        env = job_environment(view, env)
+        shown = {inside: str(Path(outside).resolve()) for inside, outside in readonly.items()}
+        root = plan = None
+        if os.getuid() == 0:
+            # bubblewrap runs as an unprivileged user of its own: the launcher (root, in a
+            # private mount namespace) builds the sandbox's tree in the staging folder first
+            # (see autograder/core/isolation/root_launcher.py), where that user can reach it.
+            launch.lease = UidLease(root_folder())
+            launch.staging = launch.lease.staging("stage", 0o755)
+            root = str(launch.staging / "root")
+            plan = {"root": root, "uid": launch.lease.uid, "binds": [], "copies": []}
+            plan.update(root_tree(view, shown, limits, launch.lease.uid))
+        if plan is None:  # not root: the task limit inside the sandbox's user namespace
+            argv = in_sandbox_limits(limits, PYTHON, list(argv))
+        args = sandbox_args(view, shown, env, limits, keep, root)
+        args_read, args_write = os.pipe()
+        keep.append(args_read)
+        # bubblewrap is the sandbox's process 1: its command line and environment name
+        # nothing of the host (its options come from a pipe)
+        bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
+        executable = shutil.which("bwrap") or "bwrap"
+        if plan is None:
+            command = bwrap
+        else:
+            plan["executable"] = executable
+            command = through_root_launcher(plan, bwrap, keep)
+            executable = sys.executable
+        threading.Thread(
+            target=write_all,
+            args=(args_write, b"\0".join(a.encode() for a in args) + b"\0"),
+            daemon=True,
+        ).start()
+        per_user = plan is not None
+        launch.popen = {
+            "args": command,
+            "executable": executable,
+            "cwd": "/",
+            "env": {"PATH": "/usr/bin:/bin"},
+            "preexec_fn": lambda: apply_limits(limits, cgroup, per_user=per_user),
+        }
+        return launch
+    except BaseException:
+        launch.undo()
+        raise
+
+
+def limits_note(cgroup: Cgroup, limits: SandboxLimits) -> str:
+    """What held of ``limits``: a cgroup for the whole run, or per-process limits only."""
+    if cgroup.active:
+        return (
+            f"cgroup: {limits.memory_bytes / 1024**3:g} GiB memory and {limits.processes} tasks "
+            "for the whole run"
+        )
+    return (
+        "no cgroup (the grader is not root, or no writable memory and pids cgroup): memory "
+        f"is limited per process ({limits.address_space_bytes / 1024**3:g} GiB), /tmp and "
+        "the working folder by their size"
+    )
+
+
 def run_bubblewrap(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
@@ -246,82 +363,24 @@ def run_bubblewrap(
     require_sandbox()
     pipes = Pipes()
     env = {**env, CHANNEL_VARIABLE: str(pipes.channel_write)}
-    keep = pipes.keep
-    staging: Path | None = None
-    lease: UidLease | None = None
-    launch: dict[str, Any] | None = None
     cgroup = Cgroup(run_name(), limits)
+    launch: Launch | None = None
     try:
-        view = layout(SYSTEM_DIRS)
-        env = {**view.env, **env}
-        if "PYTHONPATH" in view.env and "PYTHONPATH" in env:
-            env["PYTHONPATH"] += os.pathsep + view.env["PYTHONPATH"]
-        shown = {inside: str(Path(outside).resolve()) for inside, outside in readonly.items()}
-        root = None
-        if os.getuid() == 0:
-            # bubblewrap runs as an unprivileged user of its own: the launcher (root, in a
-            # private mount namespace) builds the sandbox's tree in the staging folder first
-            # (see autograder/core/isolation/root_launcher.py), where that user can reach it.
-            lease = UidLease(root_folder())
-            staging = lease.staging("stage", 0o755)
-            root = str(staging / "root")
-            launch = {"root": root, "uid": lease.uid, "binds": [], "copies": []}
-            launch.update(root_tree(view, shown, limits, lease.uid))
-        if launch is None:  # not root: the task limit inside the sandbox's user namespace
-            argv = in_sandbox_limits(limits, PYTHON, list(argv))
-        args = sandbox_args(view, shown, env, limits, keep, root)
-        args_read, args_write = os.pipe()
-        keep.append(args_read)
-        # bubblewrap is the sandbox's process 1: its command line and environment name
-        # nothing of the host (its options come from a pipe)
-        bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
-        executable = shutil.which("bwrap") or "bwrap"
-        if launch is None:
-            command = bwrap
-        else:
-            launch["executable"] = executable
-            command = through_root_launcher(launch, bwrap, keep)
-            executable = sys.executable
-        threading.Thread(
-            target=write_all,
-            args=(args_write, b"\0".join(a.encode() for a in args) + b"\0"),
-            daemon=True,
-        ).start()
-
-        def stop(process: subprocess.Popen) -> None:
-            # The whole group (inside bubblewrap the PID namespace already ends everything).
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-        popen = {"args": command, "executable": executable, "cwd": "/"}
-        popen["env"] = {"PATH": "/usr/bin:/bin"}
-        popen["preexec_fn"] = lambda: apply_limits(limits, cgroup, per_user=launch is not None)
+        launch = launch_bubblewrap(argv, readonly, env, limits, pipes.keep, cgroup)
+        lease = launch.lease
         meter = CpuMeter(cgroup.cpu_seconds, uid=lease.uid) if lease is not None else None
-        outcome = supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop, meter)
+        outcome = supervise(
+            pipes, launch.popen, stdin, wall_seconds, limits, cgroup, kill_group, meter
+        )
     finally:
         pipes.close()
         cgroup.remove()
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
-        if lease is not None:
-            lease.end()  # every process of its user ended before the id goes to another run
-    if cgroup.active:
-        note = (
-            f"cgroup: {limits.memory_bytes / 1024**3:g} GiB memory and {limits.processes} tasks "
-            "for the whole run"
-        )
-    else:
-        note = (
-            "no cgroup (the grader is not root, or no writable memory and pids cgroup): memory "
-            f"is limited per process ({limits.address_space_bytes / 1024**3:g} GiB), /tmp and "
-            "the working folder by their size"
-        )
+        if launch is not None:
+            launch.undo()
     return SandboxResult(
         **vars(outcome),
         sandboxed=True,
-        limits=note,
+        limits=limits_note(cgroup, limits),
         uid=lease.uid if lease is not None else None,
         wall_seconds=wall_seconds,
         isolation="bubblewrap",

@@ -77,9 +77,24 @@ DRIVER = textwrap.dedent(
     started = time.time()
     from pathlib import Path
     argv, out, usage = json.loads(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    lock, events = threading.Lock(), []
+
+    def add(stage, wall, cpu=None, **extra):
+        with lock:
+            events.append({"stage": stage, "wall": wall, "cpu": cpu, **extra})
+
     try:  # a tree that starts its sandbox's Python first does so before its own imports
         import autograder.__main__ as entry
         if getattr(entry, "grades_here", lambda argv: False)(argv):
+            from autograder.core.isolation import template as T
+            original_init = T.Template.__init__
+            def template_init(self, *args, **kwargs):
+                start, wall_clock = time.perf_counter(), time.time()
+                try:
+                    return original_init(self, *args, **kwargs)
+                finally:
+                    add("template start", time.perf_counter() - start, None, begin=wall_clock)
+            T.Template.__init__ = template_init
             from autograder.core.sandbox_view import warm_start
             warm_start()
     except ImportError:
@@ -99,12 +114,6 @@ DRIVER = textwrap.dedent(
             return float("nan")
         with open(usage) as file:
             return int(file.read()) / 1e9
-
-    lock, events = threading.Lock(), []
-
-    def add(stage, wall, cpu=None, **extra):
-        with lock:
-            events.append({"stage": stage, "wall": wall, "cpu": cpu, **extra})
 
     def timed(owner, name, stage):
         original = getattr(owner, name, None)
@@ -127,18 +136,6 @@ DRIVER = textwrap.dedent(
     timed(G, "check_gradebook", "recording")
     timed(G, "_write_feedback", "feedback")  # this layout
     timed(G, "nbgrader_feedback", "feedback")  # the baseline's
-    try:
-        from autograder.core.isolation import template as T
-        original_init = T.Template.__init__
-        def template_init(self, *args, **kwargs):
-            start, wall_clock = time.perf_counter(), time.time()
-            try:
-                return original_init(self, *args, **kwargs)
-            finally:
-                add("template start", time.perf_counter() - start, None, begin=wall_clock)
-        T.Template.__init__ = template_init
-    except ImportError:
-        pass
     if os.environ.get("A2C_BENCH_NO_REPLAY"):  # the course's settings with the replay off
         settings = A.agent_settings
         A.agent_settings = lambda release: dataclasses.replace(settings(release), replay=False)

@@ -387,6 +387,7 @@ def test_a_class_through_the_template_gets_the_grades_of_a_cold_grading(tmp_path
             cwd=tmp_path, capture_output=True, text=True, timeout=1500, env=env,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
+        assert "grading without a template" not in done.stderr, done.stderr[-3000:]
         with (out / "grades.csv").open() as file:
             rows[mode] = {row["student"]: row for row in csv.DictReader(file)}
     timing = {"graded_at", "received"}  # when; the rest must match

@@ -396,3 +396,21 @@ def test_a_class_through_the_template_gets_the_grades_of_a_cold_grading(tmp_path
         cold = {key: value for key, value in row.items() if key not in timing}
         assert warm == cold, student
     assert rows["off"]["reference"]["status"].startswith("graded")
+
+
+@pytest.mark.rom
+def test_where_no_template_is_had_the_run_starts_before_the_grader_needs_it(monkeypatch, tmp_path):
+    """``A2C_TEMPLATE=off``: the command's early start begins the notebook's fresh run (its
+    imports) before the grader has its assessor; the assessor's grading takes that run, once,
+    and grades as a fresh run does."""
+    from autograder.core import assessor
+    from autograder.core.isolation import early_start
+    from autograder.core.sandbox_view import warm_start
+
+    monkeypatch.setenv(templates.TEMPLATE_VARIABLE, "off")
+    warm_start().join(timeout=120)
+    assert len(early_start._pending) == 1, "no run was started early"
+    grader = assessor.Assessor(KIT_RELEASE, tmp_path / "work")
+    done = grader.assess((ROOT / "solutions" / "a2c.ipynb").read_bytes(), "ref").result
+    assert not early_start._pending, "the grading did not take the run started early"
+    assert (done.status, done.total, done.isolation) == ("graded", 14.0, "bubblewrap"), done.notes

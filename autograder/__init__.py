@@ -13,7 +13,8 @@ The grader's rooms (docs/design.md, section 2):
 * :mod:`autograder.sandboxed`: all the sandbox is shown of the grader, laid out as mounted;
 * the front ends: :mod:`autograder.nbgrader` (``grade``, ``grade-all``, the course, its
   reports and export) and :mod:`autograder.platforms` (Gradescope, PrairieLearn);
-  :mod:`autograder.cli` is ``python -m autograder``.
+  :mod:`autograder.cli` is ``python -m autograder``, one parser of the commands of
+  :mod:`autograder.commands` (a module each).
 
 The package imports ``solutions.reference`` and ``course_lib``; nothing imports it back, and
 nothing of it but :mod:`autograder.sandboxed` is ever visible to the student's code.

@@ -39,8 +39,8 @@ from pathlib import Path
 import nbformat
 
 from autograder.core.assessor import Assessment
+from autograder.core.course.points import CoursePoints
 from autograder.core.intake.collect import Submission
-from autograder.core.reports.course_points import CoursePoints
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.nbgrader.class_reports.grades_csv import result_row
 from autograder.nbgrader.class_reports.lms_files import write_lms_files

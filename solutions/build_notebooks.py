@@ -45,7 +45,14 @@ from pathlib import Path
 
 import nbformat
 
-from solutions.parts import ASSIGNMENT, PARTS
+from solutions.parts import (
+    ASSIGNMENT,
+    PARTS,
+    REFERENCE,
+    RELEASE_NOTEBOOK,
+    ROOT,
+    SOURCE_NOTEBOOK,
+)
 
 __all__ = [
     "PLACEHOLDER_REPO_URL",
@@ -73,10 +80,7 @@ PLACEHOLDER_REPO_URL = "https://github.com/a2c-course/a2c-course"
 #: Branch of the student repository used in the "Open in Colab" badge.
 STUDENT_BRANCH = "main"
 
-ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = ROOT / "solutions" / "reference.py"
-SOURCE_NOTEBOOK = ROOT / "solutions" / "a2c.ipynb"
-RELEASE_NOTEBOOK = ROOT / "notebooks" / "a2c.ipynb"
+# Where the notebooks are (ROOT, REFERENCE, SOURCE_NOTEBOOK, RELEASE_NOTEBOOK): solutions.parts.
 PLAIN_NOTEBOOKS = (ROOT / "notebooks" / "00_environments.ipynb",)
 INSTRUCTOR_PYPROJECT = ROOT / "pyproject.toml"
 STUDENT_README = ROOT / "solutions" / "student_readme.md"

@@ -26,7 +26,7 @@ from autograder.core.agent_play.fingerprint import (
     same_agent,
     weights_fingerprint,
 )
-from autograder.core.reports.course_points import CoursePoints
+from autograder.core.course.points import CoursePoints
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.nbgrader.class_reports.agent_records import AgentRecords
 from autograder.nbgrader.class_reports.writing import write_outputs

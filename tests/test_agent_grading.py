@@ -123,7 +123,7 @@ def _graded(student, agent):
 def test_grades_csv_and_the_leaderboards_show_the_verified_scores():
     """The agent columns of a row; the instructor's board ranks by verified score with ids,
     flags and the same weights in two submissions; the students' board has no ids."""
-    from autograder.core.reports.course_points import CoursePoints
+    from autograder.core.course.points import CoursePoints
     from autograder.nbgrader.class_reports.agent_board import leaderboard_lines
     from autograder.nbgrader.class_reports.grades_csv import csv_columns, result_row
 

@@ -19,9 +19,9 @@ import pytest
 
 from autograder.core.agent_play.settings import AgentSettings, agent_outcome
 from autograder.core.agent_play.verification import AgentReport
-from autograder.core.reports.course_points import CoursePoints, course_points
+from autograder.core.course.points import CoursePoints, course_points
 from autograder.core.reports.grade_result import GradeResult, PartScore
-from autograder.nbgrader.class_reports.grades_csv import result_row, retotal
+from autograder.nbgrader.class_reports.grades_csv import result_row
 from autograder.nbgrader.preprocessors.trusted_scores import AGENT_POINTS_KEY
 from tests.test_agent_grading import _agent
 
@@ -64,8 +64,8 @@ def test_full_marks_and_every_total_count_the_agents_points_only_where_the_cours
     assert (row["agent_points"], row["raw_total"], row["total"], row["max_total"]) == (
         "1.5", "3.5", "3.5", "7",
     )  # fmt: skip
-    row["discussion"] = "2"  # part 8 graded later: the agent's points stay in
-    retotal(row, points)
+    row.hand["discussion"] = 2.0  # part 8 graded later: the agent's points stay in
+    row.count(points)
     assert row["total"] == "5.5"
     off = result_row(result, CoursePoints({"model": 2.0}, {"discussion": 3.0}), "now")
     assert off["total"] == "2" and off["max_total"] == "5"  # a course without agent points

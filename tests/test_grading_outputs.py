@@ -22,12 +22,13 @@ import nbformat
 import pytest
 
 from autograder.cli import main
+from autograder.core.course.points import NOT_GRADED_YET, CoursePoints, course_points
 from autograder.core.intake.collect import collect
 from autograder.core.intake.markdown_safety import sanitize_markdown
-from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints, course_points
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.core.reports.safe_text import csv_cell, printable
 from autograder.core.reports.table import format_table
+from autograder.nbgrader.class_reports.grade_row import GradeRow
 from autograder.nbgrader.class_reports.grades_csv import read_rows
 from autograder.nbgrader.class_reports.summary import histogram_figure, summary_text
 from autograder.nbgrader.class_reports.writing import write_outputs
@@ -230,7 +231,8 @@ def test_a_misspelled_option_gets_its_commands_usage(argv, usage, guess, capsys)
 
 def test_histogram_counts_students_in_whole_numbers() -> None:
     """Are the y axes whole numbers of students, and both axes labelled?"""
-    rows = [{"student": s, "status": "graded", "add": "2", "mul": "1", "gae": "0"} for s in "abc"]
+    scores = {"add": 2.0, "mul": 1.0, "gae": 0.0}
+    rows = [GradeRow(student=s, status="graded", scores=dict(scores)) for s in "abc"]
     figure = histogram_figure(rows, POINTS)
     for axis in [a for a in figure.axes if a.get_visible()]:
         assert axis.get_xlabel() == "points" and axis.get_ylabel() == "students"
@@ -322,7 +324,7 @@ def test_grade_names_the_file_every_student_submits(tmp_path: Path) -> None:
     """`grade` names a file as grade-all does; the name every student submits, a2c.ipynb, after
     its folder (`Copy of a2c.ipynb` too), and a file nothing names `submission`: one file graded
     on its own is recorded nowhere, so it needs no --student."""
-    from autograder.cli import NEUTRAL_STUDENT, grade_student
+    from autograder.commands.grade import NEUTRAL_STUDENT, grade_student
 
     assert grade_student(_write(tmp_path / "carol.ipynb")) == "carol"
     assert grade_student(_write(tmp_path / "dave" / "a2c.ipynb")) == "dave"
@@ -436,9 +438,12 @@ def test_change_lines_name_every_row_a_run_changed_and_why() -> None:
     from autograder.nbgrader.class_reports.change_lines import change_lines
 
     def row(student: str, total: str, discussion: str, notes: str = "", penalty: str = "0"):
-        return {"student": student, "status": "graded", "total": total, "raw_total": total,
-                "max_total": "15", "discussion": discussion, "late_penalty": penalty,
-                "notes": notes}  # fmt: skip
+        return GradeRow.from_cells(
+            {"student": student, "status": "graded", "total": total, "raw_total": total,
+             "max_total": "15", "discussion": discussion, "late_penalty": penalty,
+             "notes": notes},
+            CoursePoints({}, {"discussion": 3.0}),
+        )  # fmt: skip
 
     waiting = "not graded yet"
     earlier = "part 8 of an earlier submission (discussion): 2.5 of 3"

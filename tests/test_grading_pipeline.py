@@ -18,9 +18,9 @@ import pytest
 from traitlets.utils.importstring import import_item
 
 from autograder.cli import main
+from autograder.core.course.points import CoursePoints
 from autograder.core.intake.collect import collect, student_id
 from autograder.core.judging.record_decoding import RecordError, loads
-from autograder.core.reports.course_points import CoursePoints
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.nbgrader import config as nbgrader_config
 from autograder.nbgrader.grader import grade_many
@@ -207,7 +207,7 @@ def _result(student: str, status: str = "graded", **scores: float) -> GradeResul
 
 def test_reports_csv_summary_and_histogram(tmp_path: Path) -> None:
     """Does the CSV hold one row per student, status first, and no bare number unless graded?"""
-    from autograder.core.reports.course_points import CoursePoints
+    from autograder.core.course.points import CoursePoints
     from autograder.core.reports.table import format_table
     from autograder.nbgrader.class_reports.summary import summary_text
     from autograder.nbgrader.class_reports.writing import write_outputs

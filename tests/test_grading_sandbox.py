@@ -13,7 +13,6 @@ at a time, each followed by an honest submission that must get its exact grade.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import hashlib
 import json
 import os
@@ -323,13 +322,13 @@ def test_cells_that_fork_cpu_burners_are_stopped_at_the_runs_cpu_cap(tmp_path):
     against it, the run is stopped there, long before its cell limit and budget, the result says
     why and is no grade, and nothing is left running. As root the run's cgroup (cpuacct on
     cgroup v1) counts them; as a plain user, its process tree (the class tests run both ways)."""
-    from autograder.core.isolation import DEFAULT_LIMITS
+    from autograder.core.course.limits import Limits
     from autograder.nbgrader.grader import Grader
     from tests.submissions.hostile import FORK_BURNERS
 
     path = tmp_path / "burn.ipynb"
     nbformat.write(course_submission(append={"model": FORK_BURNERS}), path)
-    limits = dataclasses.replace(DEFAULT_LIMITS, cpu_seconds=20.0)
+    limits = Limits().with_changes({"sandbox.cpu_seconds": 20.0})
     with Grader(ROOT / "solutions" / "a2c.ipynb", timeout=100, limits=limits) as grader:
         result = grader.grade(path, "burn")
     assert result.status.startswith("timeout: the notebook's processes used up the CPU"), (

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.core.course.points import CoursePoints
 from autograder.core.intake.collect import Submission, collect
-from autograder.core.reports.course_points import CoursePoints
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.nbgrader.class_reports.writing import write_outputs
 from autograder.nbgrader.roster import NOT_ON_ROSTER, read_roster

@@ -22,8 +22,8 @@ import nbformat
 import pytest
 
 from autograder.cli import main
+from autograder.core.course.points import course_points
 from autograder.core.intake.collect import Submission
-from autograder.core.reports.course_points import course_points
 from autograder.nbgrader.class_reports.writing import write_reports
 from autograder.nbgrader.course import ASSIGNMENT, generate_feedback, open_course, run_nbgrader
 from autograder.nbgrader.final_export import export

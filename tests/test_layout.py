@@ -63,7 +63,13 @@ def _modules_under(folder: str) -> list[tuple[str, Path]]:
 def test_the_grading_core_knows_nothing_of_nbgrader_or_the_front_ends():
     """autograder/core (assess, judge, isolate, report, cluster) imports neither nbgrader nor a
     front end: Gradescope, PrairieLearn and the nbgrader commands all stand on it."""
-    front_ends = ("nbgrader", "autograder.nbgrader", "autograder.platforms", "autograder.cli")
+    front_ends = (
+        "nbgrader",
+        "autograder.nbgrader",
+        "autograder.platforms",
+        "autograder.cli",
+        "autograder.commands",
+    )
     for package, path in _modules_under("autograder/core"):
         for name in imported(path, package):
             assert not any(name == f or name.startswith(f + ".") for f in front_ends), (
@@ -72,15 +78,21 @@ def test_the_grading_core_knows_nothing_of_nbgrader_or_the_front_ends():
 
 
 #: The core's rooms and what each may import of the core besides itself (docs/design.md,
-#: section 2): isolation knows nothing of what it runs; judging and intake know nothing of
-#: isolation; reports know only the grade; the assessor and the cluster put them together.
+#: section 2): the course (parts, points, limits) knows only isolation's limits, and
+#: isolation nothing of the rest;
+#: judging and intake know nothing of isolation; reports know only the grade and the course;
+#: the assessor and the cluster put them together.
 CORE_ROOMS = {
+    "course": {"isolation"},
     "isolation": set(),
-    "reports": set(),
+    "reports": {"course"},
     "intake": {"reports"},
     "judging": {"reports"},
-    "agent_play": {"intake", "judging", "reports"},
-    "cluster": {"isolation", "intake", "reports", "assessor", "package_digest", "agent_play"},
+    "agent_play": {"intake", "judging", "reports", "course"},
+    "cluster": {
+        "isolation", "intake", "reports", "assessor", "package_digest", "agent_play", "fan_out",
+        "course",
+    },
 }
 
 

@@ -27,9 +27,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.core.course.points import CoursePoints
 from autograder.core.intake.collect import collect, student_id
 from autograder.core.intake.lms_names import lms_name
-from autograder.core.reports.course_points import CoursePoints
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.nbgrader.class_reports.lms_files import write_lms_files
 from autograder.nbgrader.class_reports.writing import LATE_BY_CANVAS, write_outputs

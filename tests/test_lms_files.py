@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.core.reports.course_points import CoursePoints
+from autograder.core.course.points import CoursePoints
 from autograder.core.reports.grade_result import GradeResult, PartScore
-from autograder.nbgrader.class_reports.grades_csv import apply_late_penalty, result_row, retotal
+from autograder.nbgrader.class_reports.grades_csv import apply_late_penalty, result_row
 from autograder.nbgrader.class_reports.lms_files import (
     CANVAS_HEAD,
     CANVAS_POINTS_POSSIBLE,
@@ -48,10 +48,10 @@ def _class(size: int = 40, seed: int = 0):
             for key, top in POINTS.auto.items()
         }
         row = result_row(GradeResult(student, parts=parts), POINTS, "2026-03-02")
-        row["minutes_late"] = str(1500 * (number % 5 == 0))
+        row.minutes_late = 1500 * (number % 5 == 0)
         if number % 3:
-            row["discussion"] = str(draw.choice([1.0, 2.5, 3.0]))
-        retotal(row, POINTS)
+            row.hand["discussion"] = draw.choice([1.0, 2.5, 3.0])
+        row.count(POINTS)
         rows.append(row)
         roster[student] = RosterStudent(
             student, f"First{number}", f"Last{number}", f"{student}@uni.example",

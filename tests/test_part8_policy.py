@@ -25,8 +25,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.core.course.points import course_points
 from autograder.core.intake.collect import Submission
-from autograder.core.reports.course_points import course_points
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.nbgrader.class_reports.writing import write_outputs
 from autograder.nbgrader.course import ASSIGNMENT, autograde, open_course

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -67,7 +68,7 @@ def _result(status: str = "graded") -> GradeResult:
     return result
 
 
-def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path):
+def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path, capsys):
     names = build_zip(tmp_path / "autograder.zip")
     with zipfile.ZipFile(tmp_path / "autograder.zip") as archive:
         modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
@@ -95,9 +96,14 @@ def test_the_gradescope_zip_holds_what_gradescope_runs(tmp_path):
         build_zip(tmp_path / "autograder.tar")
     assert cli.main(["gradescope", "--out", str(tmp_path / "cli.zip")]) == 0
     assert zipfile.ZipFile(tmp_path / "cli.zip").namelist() == names
-    # what the instructor guide says the command prints
+    printed = capsys.readouterr().out
+    assert f"cli.zip: {len(names)} files; upload it as the assignment's autograder" in printed
+    # what the instructor guide says the command prints: the same line (the count moves as files
+    # are added, so the guide's figure is checked for a plausible size, not to the file)
     guide = (Path(cli.__file__).parent / "README.md").read_text(encoding="utf-8")
-    assert f"# autograder.zip: {len(names)} files; upload it" in guide
+    shown = re.search(r"# autograder\.zip: (\d+) files; upload it as the assignment's autograder", guide)
+    assert shown, "the guide shows what `gradescope` prints"
+    assert abs(int(shown.group(1)) - len(names)) <= 25, (shown.group(1), len(names))
 
 
 def test_a_solution_notebook_run_in_place_is_left_out_of_the_bundles(tmp_path):
@@ -599,7 +605,10 @@ def test_attacks_on_time_cost_one_budget_in_container_mode(platforms):
     tries to kill its supervisor), graded in container mode with a 15 s cell limit: each earns
     nothing, the hanging one is graded (its runner ended the run, not the wall clock), and
     each costs at most one budget: one cell limit and the reserve."""
-    from autograder.core.assessor import RESERVE_SECONDS, WALL_MARGIN
+    from autograder.core.assessor import WALL_MARGIN
+    from autograder.core.course.limits import Limits
+
+    reserve = Limits().notebook.reserve_seconds
 
     base = platforms["base"]
     inbox = base / "costly"
@@ -635,4 +644,85 @@ def test_attacks_on_time_cost_one_budget_in_container_mode(platforms):
         assert killer["status"].startswith("error: the grading run ended early: "), killer
         assert killer["total"] == "", killer
     # Both at once: one budget each, the sandbox's margin, and the grader's start (a minute).
-    assert seconds < 15 + RESERVE_SECONDS + WALL_MARGIN + 60, seconds
+    assert seconds < 15 + reserve + WALL_MARGIN + 60, seconds
+
+
+def _with_a_course(platforms, name: str, command: list[str]) -> Path:
+    """A second bundle, built with ``command``'s options (the course's limits), in its own
+    folder beside the fixture's (the image's venv is the fixture's)."""
+    folder = platforms["base"] / name
+    shutil.rmtree(folder, ignore_errors=True)
+    if command[0] == "gradescope":
+        (folder / "source").mkdir(parents=True)
+        subprocess.run(
+            [sys.executable, "-m", "autograder", *command, "--out", str(folder / "ag.zip")],
+            capture_output=True, text=True, check=True, cwd=platforms["base"],
+        )  # fmt: skip
+        zipfile.ZipFile(folder / "ag.zip").extractall(folder / "source")
+        for script in ("setup.sh", "run_autograder"):
+            (folder / "source" / script).chmod(0o755)
+        shutil.copy(folder / "source" / "run_autograder", folder / "run_autograder")
+        setup = subprocess.run(
+            [str(folder / "source" / "setup.sh")], cwd=folder / "source", capture_output=True,
+            text=True, timeout=1500,
+            env={**platforms["env"], "A2C_SETUP_APT": "0", "A2C_TORCH_INDEX": "",
+                 **{k: v for k, v in os.environ.items() if k.startswith("PIP_")}},
+        )  # fmt: skip
+        assert setup.returncode == 0, setup.stderr[-3000:]
+    else:
+        bundle = folder / "serverFilesCourse" / "a2c_grader"
+        subprocess.run(
+            [sys.executable, "-m", "autograder", *command, "--out", str(bundle),
+             "--image", "a2c-course/a2c-grader:test"],
+            check=True, capture_output=True, cwd=platforms["base"],
+        )  # fmt: skip
+    return folder
+
+
+def _slow_cell_and_agent() -> nbformat.NotebookNode:
+    """The solution notebook with its agent saved (the reference network's weights) and a cell
+    of the student's own after make_model that takes 8 s."""
+    from tests.test_agent_play import _bundle, _with_agent
+
+    return _with_agent(_bundle(), extra_cell="import time\ntime.sleep(8)")
+
+
+#: The course's limits given when the bundles are built: a 5 s cell, 0.5 s of CPU for the agent.
+COURSE_LIMITS = ["--timeout", "5", "--agent-cpu-seconds", "0.5"]
+
+
+@needs_root
+@pytest.mark.rom
+@pytest.mark.slow
+@pytest.mark.timeout(3000)
+def test_a_courses_timeout_and_agent_cap_hold_in_the_gradescope_zip(platforms):
+    """A zip built with ``--timeout 5 --agent-cpu-seconds 0.5`` carries its course: Gradescope's
+    run_autograder stops the student's 8 s cell at 5 s (the default limit is 120 s) and caps
+    the agent's play at 0.5 s of CPU (the default is 20 s)."""
+    folder = _with_a_course(platforms, "gradescope-course", ["gradescope", *COURSE_LIMITS])
+    bundled = json.loads((folder / "source" / "release" / "course.json").read_text())
+    assert bundled["limits"]["cell"]["timeout"] == 5 and bundled["limits"]["agent"] == {
+        "cpu_seconds": 0.5
+    }
+    platforms_gradescope = {**platforms, "gradescope": folder}
+    results, done = _gradescope(platforms_gradescope, _slow_cell_and_agent())
+    shown = json.dumps(results)
+    assert "ran past the 5 s limit" in shown, results["output"]
+    assert "capped at 0.5 s of CPU" in shown, results["output"]
+
+
+@needs_root
+@pytest.mark.rom
+@pytest.mark.slow
+@pytest.mark.timeout(3000)
+def test_a_courses_timeout_and_agent_cap_hold_in_the_prairielearn_bundle(platforms):
+    """The same course in PrairieLearn's bundle: its run_grader stops the 8 s cell at 5 s and
+    caps the agent at 0.5 s of CPU."""
+    folder = _with_a_course(platforms, "prairielearn-course", ["prairielearn", *COURSE_LIMITS])
+    course = folder / "serverFilesCourse" / "a2c_grader" / "kit" / "release" / "course.json"
+    assert json.loads(course.read_text())["limits"]["cell"]["timeout"] == 5
+    results, done = _prairielearn({**platforms, "prairielearn": folder}, _slow_cell_and_agent())
+    shown = json.dumps(results)
+    assert results["gradable"] is True, results
+    assert "ran past the 5 s limit" in shown, results["output"]
+    assert "capped at 0.5 s of CPU" in shown, results["output"]

@@ -21,8 +21,8 @@ import nbformat
 import pytest
 
 from autograder.core.assessor import Assessment
+from autograder.core.course.points import CoursePoints
 from autograder.core.intake.collect import Submission
-from autograder.core.reports.course_points import CoursePoints
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.nbgrader.class_reports.agent_records import AgentRecords
 from autograder.nbgrader.class_reports.grades_csv import read_rows, write_rows

@@ -245,6 +245,44 @@ def test_a_run_that_cannot_start_leaves_no_open_pipe() -> None:
     assert len(os.listdir("/proc/self/fd")) == before
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="a run's own user id is leased by a root grader")
+def test_every_mode_gives_a_runs_resources_back_in_one_order_whatever_fails() -> None:
+    """The one run wrapper of the three modes (RunScope): the user's processes are stopped
+    first, then pipes, cgroup and staging folder go, then what the user left elsewhere, and
+    the user id is given back last; an error in the run or in one step of the ending still
+    ends every other step, and no descriptor stays open."""
+    from autograder.core.isolation import SandboxLimits
+    from autograder.core.isolation.run_scope import RunScope
+
+    before = len(os.listdir("/proc/self/fd"))
+    seen: list[tuple[str, bool, bool]] = []
+    holder: dict[str, RunScope] = {}
+
+    def lease_open() -> bool:
+        try:
+            os.fstat(holder["run"].lease._fd)
+        except OSError:
+            return False
+        return True
+
+    def stop_user(uid: int) -> None:
+        seen.append(("stop", holder["run"].staging.exists(), lease_open()))
+
+    def clear_user(uid: int) -> None:
+        seen.append(("clear", holder["run"].staging.exists(), lease_open()))
+        raise OSError("a step of the ending failed")
+
+    scope = RunScope(SandboxLimits(), ("container", 0o711), "test-", stop_user, clear_user)
+    with pytest.raises((RuntimeError, OSError)):
+        with scope as run:
+            holder["run"] = run
+            assert run.uid is not None and run.staging.is_dir() and run.pipes is not None
+            raise RuntimeError("the grader failed mid-run")
+    assert seen == [("stop", True, True), ("clear", False, True)]
+    assert not lease_open() and not run.staging.exists()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 @pytest.mark.skipif(os.getuid() != 0, reason="root's staging folders belong to a root grader")
 def test_a_killed_runs_staging_folder_goes_with_the_next_run(tmp_path: Path) -> None:
     """A grader killed mid-run (SIGKILL: no clean-up) leaves its staging folder, named after

@@ -82,7 +82,7 @@ def _student(template: Template, *cells: str, seconds: float = 60.0):
         ],
         "steps": {},
         "time_scale": 3.0,
-        "cell_seconds": seconds,
+        "timeout": seconds,
         "budget_seconds": seconds * len(cells),
         "wall_factor": 2.0,
     }

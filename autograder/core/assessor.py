@@ -50,18 +50,18 @@ import nbformat
 from autograder.core.agent_play.feedback import show_in_notebook
 from autograder.core.agent_play.handed_in import HandedIn, handed_in
 from autograder.core.agent_play.model_check import CHECK_PART, add_check
-from autograder.core.agent_play.settings import REPLAY_FRAMES, agent_outcome, agent_settings
+from autograder.core.agent_play.settings import REPLAY_FRAMES, agent_outcome
 from autograder.core.agent_play.verification import verify_agent
+from autograder.core.course.limits import Limits
+from autograder.core.course.settings import Course
 from autograder.core.file_tree import tree_digest
 from autograder.core.grading_job import job_cells
 from autograder.core.intake.code_highlighting import course_languages
-from autograder.core.intake.repair import graded_part, repair_submission
+from autograder.core.intake.repair import repair_submission
 from autograder.core.intake.student_markdown import safe_markdown
 from autograder.core.intake.student_outputs import keep_submitted_outputs
 from autograder.core.intake.submission_file import UnreadableNotebook, parse_notebook
 from autograder.core.isolation import (
-    DEFAULT_LIMITS,
-    SandboxLimits,
     environment_fingerprint,
     require_isolation,
     run_isolated,
@@ -79,14 +79,8 @@ from autograder.core.sandbox_view import job_argv, job_env, setup_modules, write
 from autograder.sandboxed.grading_runtime import record as records
 from course_lib.evaluation import GRADER_PROTOCOL
 
-__all__ = ["CELL_TIMEOUT", "WALL_SECONDS", "Assessment", "Assessor", "check_timeout"]
+__all__ = ["Assessment", "Assessor"]
 
-#: Per-cell time limit (seconds) of the sandboxed run, and the limit of the whole run.
-CELL_TIMEOUT = 120.0
-WALL_SECONDS = 900.0
-#: Besides one cell limit, what a notebook's whole run may take (times the time scale): the
-#: set-up, the definitions and the probes of an honest notebook take a few seconds.
-RESERVE_SECONDS = 60.0
 #: The sandbox's wall clock: the runner's budget plus this, for start-up and kills.
 WALL_MARGIN = 60.0
 WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times its CPU limit
@@ -95,27 +89,6 @@ START_SECONDS = 30.0
 #: Judging draws on torch's global random state (fixtures are built from seeds), so parallel
 #: gradings judge one at a time.
 _JUDGE_LOCK = threading.Lock()
-
-
-def check_timeout(timeout: float | None) -> float:
-    """``timeout`` validated: ``None`` (120 s) or a number of seconds >= 1."""
-    if timeout is None:
-        return CELL_TIMEOUT
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 1:
-        raise ValueError(
-            f"timeout must be a number of seconds >= 1 (the per-cell limit), got {timeout!r}; "
-            f"leave it out for the default, {CELL_TIMEOUT:g} s."
-        )
-    return float(timeout)
-
-
-def part_points(release: nbformat.NotebookNode) -> dict[str, float]:
-    """part key -> points of its autograded cell, in notebook order."""
-    return {
-        graded_part(cell): float(cell.metadata["nbgrader"].get("points", 0))
-        for cell in release.cells
-        if graded_part(cell) in PART_NAMES
-    }
 
 
 @dataclass
@@ -143,13 +116,13 @@ class Assessor:
         workdir: an empty or new folder for what the sandbox is shown (the ``course_lib``
             snapshot, the grading runtime, the scripts that run a job:
             :func:`~autograder.core.sandbox_view.write_view`).
-        timeout: per-cell time limit of the sandboxed run, in seconds (default 120).
+        course: the course (:class:`~autograder.core.course.settings.Course`: the parts'
+            points, the agent's settings, every limit), read once where grading starts; by
+            default the release's, with the declared limits.
         isolate: run notebooks isolated (``False``: a plain subprocess, for debugging; its
             results are never ``graded``). With ``True`` and no isolation that holds, raises
             :class:`~autograder.core.isolation.SandboxUnavailable` (with the ways out).
-        wall_seconds: the most a whole sandboxed run may take (default 900 s); a run is killed
-            at its own budget plus :data:`WALL_MARGIN` before that (240 s by default).
-        limits: memory, process and size limits of one sandboxed run.
+        timeout: the per-cell time limit (``cell.timeout``), instead of the course's.
         private_folders: more host folders whose paths never reach a student (the grader's
             course, the solution's folder); ``workdir`` is one already.
         warm: fork each student's sandbox from this process's template where one can be had
@@ -160,19 +133,24 @@ class Assessor:
         self,
         release: Path | nbformat.NotebookNode,
         workdir: Path,
-        timeout: float | None = None,
+        course: Course | None = None,
         isolate: bool = True,
-        wall_seconds: float = WALL_SECONDS,
-        limits: SandboxLimits = DEFAULT_LIMITS,
         private_folders: Sequence[Path] = (),
+        timeout: float | None = None,
         warm: bool = True,
     ) -> None:
-        self.timeout = check_timeout(timeout)
+        if not isinstance(release, nbformat.NotebookNode):
+            release = nbformat.read(Path(release), as_version=4)
+        course = course or Course.of_release(release)
+        if timeout is not None:
+            limits = course.limits.with_changes({"cell.timeout": timeout})
+            course = dataclasses.replace(course, limits=limits)
+        self.course = course
         #: "bubblewrap", "container" (root where bubblewrap cannot start) or "none"
         self.isolation = require_isolation() if isolate else "none"
         if not isolate:
             require_unsandboxed_user()
-        self.isolate, self.wall_seconds, self.limits = isolate, float(wall_seconds), limits
+        self.isolate = isolate
         # Without the sandbox, a notebook could change the environment: fingerprinted now and
         # after each such grading (and the grader itself writes no bytecode from here on, so
         # that only a notebook can change it).
@@ -182,13 +160,12 @@ class Assessor:
             sys.dont_write_bytecode = True
             self._environment = environment_fingerprint.fingerprint()
         self._package_files = package_files()
-        if not isinstance(release, nbformat.NotebookNode):
-            release = nbformat.read(Path(release), as_version=4)
         self.release = release
-        self.points = part_points(release)
+        #: the autograded parts this grader judges -> their points
+        self.points = {k: v for k, v in course.points.auto.items() if k in PART_NAMES}
         #: the course's agent settings (the release's metadata ``a2c.agent``): whether each
         #: submission's saved agent is played after its parts are judged, and its points
-        self.agent = agent_settings(release)
+        self.agent = course.agent
         self.agent_protocol = GRADER_PROTOCOL  #: what the agent plays (tests shorten it)
         self._names = {part: PART_NAMES[part] for part in self.points}
         # Every path absolute: gradings run in parallel threads, whatever the working directory.
@@ -204,9 +181,19 @@ class Assessor:
         )
         self._redactor = Redactor([self.workdir, *private_folders])
 
+    @property
+    def limits(self) -> Limits:
+        """The course's limits."""
+        return self.course.limits
+
+    @property
+    def timeout(self) -> float:
+        """The per-cell time limit (``cell.timeout``)."""
+        return self.limits.cell.timeout
+
     def budget(self, time_scale: float) -> float:
         """What a notebook's whole run may take: one cell limit and a reserve for the rest."""
-        return self.timeout + RESERVE_SECONDS * time_scale
+        return self.timeout + self.limits.notebook.reserve_seconds * time_scale
 
     def _run(self, cells: list[dict[str, Any]], plan: dict[str, Any], threads: int):
         budget = self.budget(plan.get("time_scale", 1.0))
@@ -214,12 +201,12 @@ class Assessor:
             "cells": cells,
             "steps": plan["parts"],
             "time_scale": plan.get("time_scale", 1.0),
-            "cell_seconds": self.timeout,
+            "timeout": self.timeout,
             "budget_seconds": budget,
             "wall_factor": WALL_CLOCK_FACTOR,
         }
         env = job_env(threads)
-        limits = self.limits
+        limits = self.limits.sandbox
         if limits.cpu_seconds is None:  # every process it starts counted (isolation.cpu_meter)
             limits = dataclasses.replace(limits, cpu_seconds=self.cpu_cap(budget, threads))
         return run_isolated(
@@ -227,7 +214,7 @@ class Assessor:
             self.view.readonly,
             env,
             records.dumps(job).encode(),
-            min(self.wall_seconds, budget + WALL_MARGIN),
+            min(self.limits.notebook.wall_seconds, budget + WALL_MARGIN),
             limits=limits,
             isolate=self.isolate,
             warm=self.warm,
@@ -328,7 +315,7 @@ class Assessor:
         played = time.perf_counter()
         key = bytes.fromhex(str(memory.get("key") or ""))
         report = verify_agent(
-            agent, check, case, self.agent_protocol, replay_steps=REPLAY_FRAMES, key=key,
+            agent, check, case, self.agent_protocol, self.limits.agent, REPLAY_FRAMES, key=key,
             previous=memory.get("previous"),
         )  # fmt: skip
         result.agent = agent_outcome(report, self.agent)
@@ -393,5 +380,5 @@ class Assessor:
                 self._changed_environment = ", ".join(changed[:5])
                 found.append(f"changed the Python environment: {self._changed_environment}")
         if ran.channel_overflow:
-            found.append(f"more than {self.limits.channel_bytes} bytes of results")
+            found.append(f"more than {self.limits.sandbox.channel_bytes} bytes of results")
         return found

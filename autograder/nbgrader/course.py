@@ -35,11 +35,11 @@ from autograder.nbgrader.gradebook_session import (
     one_engine_per_gradebook,
 )
 from autograder.nbgrader.preprocessors.save_extra_credit import bonus_as_extra_credit
-from solutions.build_notebooks import SOURCE_NOTEBOOK
 
-# The assignment id, the notebook name and the source notebook come from the notebook builder,
-# so that the release and the grading course agree.
-from solutions.parts import ASSIGNMENT, NOTEBOOK
+# The assignment id, the notebook name and the source notebook are the course's own
+# (solutions.parts, which the notebook builder reads too): the release and the grading course
+# agree.
+from solutions.parts import ASSIGNMENT, NOTEBOOK, SOURCE_NOTEBOOK
 
 __all__ = [
     "ASSIGNMENT",

@@ -18,7 +18,7 @@ from typing import Any
 
 import nbformat
 
-from autograder.core.reports.course_points import CoursePoints, course_points
+from autograder.core.course.points import CoursePoints, course_points
 from solutions.parts import ASSIGNMENT, NOTEBOOK
 
 __all__ = ["check_part8_fits", "point_changes", "refuse_changed_points", "update_course_points"]

@@ -30,8 +30,8 @@ import nbformat
 from nbgrader.api import MissingEntry
 from nbgrader.plugins.export import ExportPlugin
 
-from autograder.core.judging.parts import BONUS_PARTS
-from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints, course_points
+from autograder.core.course.points import NOT_GRADED_YET, CoursePoints, course_points
+from autograder.core.course.totals import count_total
 from autograder.core.reports.safe_text import csv_cell
 from autograder.nbgrader.class_reports.hand_scores import hand_score
 from autograder.nbgrader.preprocessors.trusted_scores import AGENT_POINTS_KEY
@@ -49,7 +49,7 @@ COLUMNS = (
 
 
 def gradebook_points(assignment: Any) -> CoursePoints:
-    """The :class:`~autograder.core.reports.course_points.CoursePoints` of an assignment in the gradebook."""
+    """The :class:`~autograder.core.course.points.CoursePoints` of an assignment in the gradebook."""
     auto, manual = {}, {}
     for notebook in assignment.notebooks:
         for cell in notebook.grade_cells:
@@ -57,7 +57,7 @@ def gradebook_points(assignment: Any) -> CoursePoints:
                 auto[cell.name[len("test_") :]] = float(cell.max_score)
             else:
                 manual[cell.name] = float(cell.max_score)
-    return CoursePoints(auto, manual, tuple(BONUS_PARTS))
+    return CoursePoints(auto, manual)  # the course's bonus parts
 
 
 class CourseExport(ExportPlugin):
@@ -94,7 +94,7 @@ class CourseExport(ExportPlugin):
 
     def _agent_max(self, assignment: Any) -> float:
         """The points the source notebook's settings give the verified agent, as full marks
-        count them everywhere else (:func:`~autograder.core.reports.course_points.course_points`)."""
+        count them everywhere else (:func:`~autograder.core.course.points.course_points`)."""
         for path in self._notebooks("source", ".", assignment):
             try:
                 agent = course_points(nbformat.reads(path.read_text(encoding="utf-8"), 4)).agent
@@ -143,22 +143,24 @@ class CourseExport(ExportPlugin):
             submission = gradebook.find_submission(assignment.name, student.id)
         except MissingEntry:
             return row
-        penalty = float(submission.late_submission_penalty or 0.0)
-        hand = [
-            hand_score(grade)
-            for notebook in submission.notebooks
-            for grade in notebook.grades
-            if grade.name in points.manual
-        ]
-        pending = any(value is None for value in hand) or not hand
+        grades = [grade for notebook in submission.notebooks for grade in notebook.grades]
+        auto = {_part(grade.name): float(grade.score) for grade in grades if _part(grade.name)}
+        hand = {grade.name: hand_score(grade) for grade in grades if grade.name in points.manual}
         agent = self._agent_earned(assignment, student.id, points.agent) if points.agent else 0.0
-        raw = round(submission.score + agent, 6)
+        penalty = float(submission.late_submission_penalty or 0.0)
+        total = count_total(points, auto, hand, agent, penalty)
+        pending = bool(total.pending) or not hand
         row.update(
             timestamp=str(submission.timestamp or ""),
-            raw_score=f"{raw:g}",
+            raw_score=f"{total.raw:g}",
             late_submission_penalty=f"{penalty:g}",
-            score=f"{max(0.0, raw - penalty):g}",
-            part_8=NOT_GRADED_YET if pending else f"{sum(hand):g}",
+            score=f"{total.total:g}",
+            part_8=NOT_GRADED_YET if pending else f"{sum(v or 0.0 for v in hand.values()):g}",
             complete="no: part 8 not graded yet" if pending else "yes",
         )
         return row
+
+
+def _part(grade_id: str) -> str:
+    """The part key of an autograded cell's grade id (``test_<key>``), else ``""``."""
+    return grade_id[len("test_") :] if grade_id.startswith("test_") else ""

@@ -21,13 +21,13 @@ from pathlib import Path
 import nbformat
 from tqdm.auto import tqdm
 
-from autograder.core.reports.course_points import NOT_GRADED_YET, course_points
+from autograder.core.course.points import course_points
 from autograder.nbgrader.class_reports.grades_csv import (
     apply_late_penalty,
     csv_columns,
-    read_rows,
+    read_class,
     refresh_manual,
-    write_rows,
+    write_class,
 )
 from autograder.nbgrader.class_reports.lms_files import DEFAULT_COLUMN, write_lms_files
 from autograder.nbgrader.class_reports.summary import save_histogram, summary_text
@@ -67,7 +67,8 @@ def export(
             f"{course.root} is not a course made by `python -m autograder grade-all --course` "
             "(no gradebook.db or release/): give the folder you graded into."
         )
-    rows, columns = read_rows(out / "grades.csv")
+    points = course_points(nbformat.read(course.release_notebook, as_version=4))
+    rows, columns = read_class(out / "grades.csv", points)
     if not rows:
         raise FileNotFoundError(
             f"{out / 'grades.csv'} does not exist: give the --out folder of grade-all."
@@ -75,22 +76,17 @@ def export(
     # A course whose gradebook counts the bonus in full marks again (nbgrader's generate by a
     # course configuration older than BonusAsExtraCredit) is put right before anything is read.
     bonus_as_extra_credit(course.db_url, ASSIGNMENT, NOTEBOOK)
-    points = course_points(nbformat.read(course.release_notebook, as_version=4))
     penalties = apply_late_penalty(rows, course_late_penalty(None, course.root), points)
     manual = next(iter(points.manual), None)
     record_penalties(course.db_url, ASSIGNMENT, NOTEBOOK, penalties, manual)
     complete = refresh_manual(rows, points, course.db_url)
-    write_rows(rows, csv_columns(points, rows, columns), out / "grades.csv")
+    write_class(rows, csv_columns(points, rows, columns), out / "grades.csv")
     summary = summary_text(rows, points)
     (out / "summary.txt").write_text(summary + "\n", encoding="utf-8")
-    if any(row.get("status") == "graded" for row in rows):
+    if any(row.graded for row in rows):
         save_histogram(rows, points, out / "scores.png")
-    graded = [row for row in rows if row.get("status") == "graded"]
-    pending = [
-        row["student"]
-        for row in graded
-        if any(row.get(name) == NOT_GRADED_YET for name in points.manual)
-    ]
+    graded = [row for row in rows if row.graded]
+    pending = [row.student for row in graded if any(n in row.pending() for n in points.manual)]
     lines = [
         f"part 8 graded for {complete} of {len(graded)} graded student(s)",
         *([f"part 8 not graded yet: {', '.join(pending)}"] if pending else []),
@@ -105,12 +101,12 @@ def export(
         try:
             for row in tqdm(graded, desc="feedback pages", unit="page", file=sys.stderr):
                 try:
-                    html = renderer.render(course, row["student"])
+                    html = renderer.render(course, row.student)
                 except NbgraderError as error:
-                    failed.append(f"{row['student']} ({str(error).splitlines()[0]})")
+                    failed.append(f"{row.student} ({str(error).splitlines()[0]})")
                     continue
-                shutil.copyfile(html, out / "feedback" / f"{row['student']}.html")
-                made.append(row["student"])
+                shutil.copyfile(html, out / "feedback" / f"{row.student}.html")
+                made.append(row.student)
         finally:
             renderer.close()
         final = len(made) - len([s for s in pending if s in made])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder.core.judging.parts import BONUS_PARTS
 from autograder.core.reports.grade_result import GradeResult
 from autograder.nbgrader.part8_regrading import earlier_in, earlier_note
 from solutions.parts import ASSIGNMENT, NOTEBOOK
@@ -46,7 +45,7 @@ def check_gradebook(db_url: str, student: str, result: GradeResult) -> list[str]
             part = result.parts.get(key)
             got = float(grade.auto_score or 0.0) + float(grade.extra_credit or 0.0)
             # a bonus part is worth 0 in the gradebook, its points are extra credit
-            top = 0.0 if key in BONUS_PARTS else (part.max if part else 0.0)
+            top = 0.0 if key in result.points.bonus else (part.max if part else 0.0)
             if part is None or abs(got - part.score) > 1e-6 or abs(grade.max_score - top) > 1e-6:
                 want = "no score" if part is None else f"{part.score:g} / {part.max:g}"
                 problems.append(f"{name}: gradebook {got:g} / {grade.max_score:g}, grader {want}")

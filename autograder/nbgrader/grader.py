@@ -22,15 +22,16 @@ One submission, two steps, two trust domains:
    course, the grader's own, made once per run) (:mod:`autograder.nbgrader.preprocessors`), reads them
    back to check, and ``generate_feedback`` makes the feedback HTML from that gradebook.
 
-:func:`grade_many` grades a list of :class:`~autograder.core.intake.collect.Submission` in parallel (one
-sandbox per job, ``cores // jobs`` threads each), with a progress bar, and writes
+:func:`grade_many` grades a list of :class:`~autograder.core.intake.collect.Submission` with the
+grading core's one fan-out over a class (:mod:`autograder.core.fan_out`: one sandbox per job,
+``cores // jobs`` threads each, or tasks of a Dask cluster), recording each here, and writes
 ``grades.csv``, ``feedback/<student>.html``, ``summary.txt`` and ``scores.png``.
 
 Nothing here raises because of a submission: the returned
 :class:`~autograder.core.reports.grade_result.GradeResult` says what happened in its ``status``, and a failure
 of the grader itself on one submission is that submission's ``error`` row.
 
-Why one module: :class:`Grader`'s two steps and :func:`grade_many`'s pool share the grader's
+Why one module: :class:`Grader`'s two steps and :func:`grade_many`'s recording share the grader's
 state (the template course, the grader's own course, the feedback child); split, each half would
 reach into the other's private names.
 """
@@ -39,18 +40,21 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from autograder.core.assessor import WALL_SECONDS, Assessment, Assessor, check_timeout
+import nbformat
+
+from autograder.core.assessor import Assessment, Assessor
+from autograder.core.course.limits import Limits
+from autograder.core.course.settings import Course
+from autograder.core.fan_out import LocalGrading, grade_class
 from autograder.core.file_tree import read_tree
 from autograder.core.intake.collect import Problem, Submission, student_id
 from autograder.core.intake.submission_file import (
@@ -58,9 +62,8 @@ from autograder.core.intake.submission_file import (
     agent_file_for,
     read_bytes,
 )
-from autograder.core.isolation import DEFAULT_LIMITS, SandboxLimits, require_isolation
+from autograder.core.isolation import require_isolation
 from autograder.core.isolation.unsandboxed import require_unsandboxed_user
-from autograder.core.reports.course_points import course_points
 from autograder.core.reports.grade_result import GradeResult
 from autograder.nbgrader.agent_comment import record_agent_comment
 from autograder.nbgrader.class_reports.agent_records import AgentRecords
@@ -81,16 +84,7 @@ from autograder.nbgrader.progress_log import ProgressLog
 from autograder.nbgrader.template_cache import template_course
 from solutions.parts import ASSIGNMENT, NOTEBOOK
 
-__all__ = ["Assessment", "ClassSettings", "Grader", "check_jobs", "check_timeout", "grade_many"]
-
-
-def check_jobs(jobs: int | None) -> int:
-    """``jobs`` validated; ``None`` gives the number of CPU cores."""
-    if jobs is None:
-        return max(1, os.cpu_count() or 1)
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be an integer >= 1 (parallel gradings), got {jobs!r}.")
-    return jobs
+__all__ = ["Assessment", "ClassSettings", "Grader", "grade_many"]
 
 
 @dataclass(frozen=True)
@@ -110,7 +104,7 @@ class Grader:
 
     Args:
         source_notebook: the nbgrader source (solution cells and hidden tests).
-        timeout: per-cell time limit of the sandboxed run, in seconds (default 120).
+        timeout: the per-cell time limit (``cell.timeout``), instead of ``limits``'.
         workdir: where the template course, the grader's own course and the sandbox's view go
             (a new temporary folder by default; removed by :meth:`close`).
         keep: keep ``workdir`` (the grader's own course, with every notebook it recorded)
@@ -118,11 +112,12 @@ class Grader:
         isolate: run notebooks in the sandbox (``False``: a plain subprocess, for debugging;
             its results are never ``graded``). With ``True`` and no isolation that holds,
             raises :class:`~autograder.core.isolation.SandboxUnavailable` (with the ways out).
-        wall_seconds: the most a whole sandboxed run may take (default 900 s; the run is
-            killed at its own budget before that: :meth:`Assessor.budget`).
         course: an nbgrader course directory (made on first use) that also receives every
             graded notebook and score, for formgrader, ``generate_feedback`` and ``export``.
-        limits: memory, process and size limits of one sandboxed run.
+        limits: the course's limits (:mod:`autograder.core.course.limits`: cell, notebook,
+            sandbox, agent), read once by the caller (the command line and a settings file);
+            the course itself is read once from the release this grader makes, with them
+            (:attr:`Assessor.course`).
     """
 
     def __init__(
@@ -132,11 +127,12 @@ class Grader:
         workdir: Path | None = None,
         keep: bool = False,
         isolate: bool = True,
-        wall_seconds: float = WALL_SECONDS,
         course: Path | None = None,
-        limits: SandboxLimits = DEFAULT_LIMITS,
+        limits: Limits | None = None,
     ) -> None:
-        check_timeout(timeout)
+        limits = limits or Limits()  # a bad value stops here, before any nbgrader work
+        if timeout is not None:
+            limits = limits.with_changes({"cell.timeout": timeout})
         # Refused before any nbgrader work when student code could not be isolated.
         if isolate:
             require_isolation()
@@ -151,13 +147,12 @@ class Grader:
         self.workdir.mkdir(parents=True, exist_ok=True)
         source_notebook = Path(source_notebook).resolve()
         self.template = template_course(self.workdir / "template", source_notebook)
+        release = nbformat.read(self.template.release_notebook, as_version=4)
         self.assessor = Assessor(
-            self.template.release_notebook,
+            release,
             self.workdir / "sandbox",
-            timeout=timeout,
+            Course.of_release(release, limits),
             isolate=isolate,
-            wall_seconds=wall_seconds,
-            limits=limits,
             private_folders=[
                 self.workdir,
                 source_notebook.parent,
@@ -165,7 +160,7 @@ class Grader:
             ],
         )
         #: the release's points: what the class's reports count (part 8 and the bonus included)
-        self.points = course_points(self.assessor.release)
+        self.points = self.assessor.course.points
         self._files = read_tree(self.template.root)
         self._ids = itertools.count(1)  # thread-safe in CPython: score files' names stay unique
         self.course: CourseTemplate | None = None
@@ -183,7 +178,6 @@ class Grader:
     timeout = property(lambda self: self.assessor.timeout)
     isolate = property(lambda self: self.assessor.isolate)
     isolation = property(lambda self: self.assessor.isolation)
-    wall_seconds = property(lambda self: self.assessor.wall_seconds)
     limits = property(lambda self: self.assessor.limits)
 
     def budget(self, time_scale: float) -> float:
@@ -313,7 +307,7 @@ def _write_feedback(course: CourseTemplate, result: GradeResult, feedback_dir: P
         parts = {name: (part.score, part.max, part.feedback) for name, part in result.parts.items()}
         page.write_text(
             plain_feedback_page(
-                result.student, result.total, result.autograded_max + result.agent_max, parts, reason
+                result.student, result.total, result.points.graded_here, parts, reason
             ),
             encoding="utf-8",
         )
@@ -322,68 +316,6 @@ def _write_feedback(course: CourseTemplate, result: GradeResult, feedback_dir: P
 def _append(log: ProgressLog | None, result: GradeResult) -> None:
     if log is not None:
         log.write(result)
-
-
-def _outcome(future: Any, sub: Submission) -> GradeResult:
-    """The result of one local grading future; never raises (one submission, one row)."""
-    if future.cancelled():
-        return GradeResult(
-            sub.student,
-            status="not graded: interrupted (Ctrl-C) before this notebook was graded",
-            sandboxed=False,
-            source=str(sub.path),
-        )
-    try:
-        return future.result()
-    except Exception as error:  # noqa: BLE001 - one submission never stops the class
-        return GradeResult(
-            sub.student,
-            status=f"error: the grader failed on this submission ({type(error).__name__})",
-            notes=[str(error)[:500]],
-            source=str(sub.path),
-        )
-
-
-def _grade_locally(
-    grader: Grader,
-    submissions: Sequence[Submission],
-    feedback_dir: Path | None,
-    jobs: int | None,
-    progress: bool,
-    log: ProgressLog,
-    records: AgentRecords,
-) -> list[GradeResult]:
-    """``grader.grade`` on each submission in ``jobs`` threads, each once (with what
-    ``records`` holds of the student's agent).
-
-    Ctrl-C stops it: what was graded (and what was under way) is returned, the rest as
-    ``not graded: interrupted``.
-    """
-    from tqdm.auto import tqdm
-
-    jobs = check_jobs(jobs)
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    futures = {
-        pool.submit(
-            grader.grade, sub.path, sub.student, feedback_dir, threads, log,
-            records.memory(sub.student),
-        ): sub  # fmt: skip
-        for sub in submissions
-    }
-    bar = tqdm(total=len(futures), desc="grading", unit="nb", disable=not progress)
-    try:
-        for _ in as_completed(futures):
-            bar.update(1)
-    except KeyboardInterrupt:
-        # Ctrl-C: nothing new starts; the gradings under way finish and are kept.
-        bar.close()
-        print("\ninterrupted: finishing the gradings under way, then writing what was graded")
-        pool.shutdown(wait=True, cancel_futures=True)
-        return [_outcome(future, sub) for future, sub in futures.items()]
-    bar.close()
-    pool.shutdown()
-    return [_outcome(future, sub) for future, sub in futures.items()]
 
 
 def grade_many(
@@ -421,16 +353,17 @@ def grade_many(
     feedback_dir = out / "feedback" if feedback else None
     log = ProgressLog(out / "progress.jsonl")
     records = AgentRecords(out)  # the class's key and each student's agent, kept in out/agents
-    if cluster is not None:
-        results = cluster.grade_class(
-            grader.assessor,
-            lambda assessment: grader.record(assessment, feedback_dir, log),
-            submissions,
-            progress,
-            lambda sub: records.memory(sub.student),
+    if cluster is not None:  # assessed there, recorded here
+        engine = cluster.engine(grader.assessor, lambda sub: records.memory(sub.student))
+    else:  # each job grades and records its submission
+        engine = LocalGrading(jobs).engine(
+            lambda sub, threads: grader.grade(
+                sub.path, sub.student, feedback_dir, threads, log, records.memory(sub.student)
+            )
         )
-    else:
-        results = _grade_locally(grader, submissions, feedback_dir, jobs, progress, log, records)
+    results = grade_class(
+        engine, lambda assessment: grader.record(assessment, feedback_dir, log), submissions, progress
+    )
     # The reports: merged by student into what `out` holds already (autograder.nbgrader.class_reports).
     from autograder.nbgrader.class_reports.writing import write_reports
 

@@ -31,30 +31,28 @@ after, the parts that moved, :func:`moved_lines`), then ``grade-all``'s change l
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from autograder.core.course.points import CoursePoints
+from autograder.core.fan_out import LocalGrading, grade_class, unreadable
 from autograder.core.intake.collect import Submission
 from autograder.core.intake.submission_file import UnreadableNotebook, agent_file_for, read_bytes
-from autograder.core.reports.course_points import CoursePoints
 from autograder.core.reports.grade_result import GradeResult
 from autograder.core.reports.safe_text import points_text
 from autograder.nbgrader.class_reports.agent_records import AgentRecords
 from autograder.nbgrader.class_reports.change_lines import describe
+from autograder.nbgrader.class_reports.grade_row import GradeRow, number_in, points_cell
 from autograder.nbgrader.class_reports.grades_csv import (
     apply_late_penalty,
-    number_in,
-    points_cell,
+    read_class,
     read_rows,
     result_row,
-    retotal,
-    write_rows,
+    write_class,
 )
 from autograder.nbgrader.course_point_changes import (
     check_part8_fits,
@@ -113,23 +111,37 @@ def stored_submissions(out: Path) -> tuple[list[Submission], list[str]]:
     return found, skipped
 
 
-def _scores(row: Mapping[str, str], points: CoursePoints) -> tuple:
-    agent = (number_in(row.get("agent_points", "")),) if points.agent else ()
-    return (row.get("status", ""), *(number_in(row.get(key, "")) for key in points.auto), *agent)
+def _scores(row: GradeRow, points: CoursePoints) -> tuple:
+    """The status, the autograded parts' points and, where the course gives the agent points,
+    the agent's, at the CSV's precision."""
+    agent = (points_cell(row.agent_points),) if points.agent else ()
+    return (row.status, *(points_cell(row.scores.get(key)) for key in points.auto), *agent)
 
 
-def _new_row(result: GradeResult, old: Mapping[str, str], points: CoursePoints) -> dict:
+def _new_row(result: GradeResult, old: GradeRow, points: CoursePoints) -> GradeRow:
     """``result``'s row with what a regrade keeps from ``old`` (part 8, the late data)."""
-    row = result_row(result, points, old.get("graded_at", ""), old.get("received", ""))
-    for name in (*points.manual, *KEPT_COLUMNS, "late_penalty"):
-        if old.get(name):
-            row[name] = old[name]
-    retotal(row, points)
+    row = result_row(result, points, old.graded_at, old.received)
+    for name in points.manual:
+        if name in old.hand:
+            row.hand[name] = old.hand[name]
+    if old.submitted_at:
+        row.submitted_at = old.submitted_at
+    if old.submitted_from:
+        row.submitted_from = old.submitted_from
+    if old.minutes_late is not None:
+        row.minutes_late = old.minutes_late
+    if old.late_penalty is not None:
+        row.late_penalty = old.late_penalty
+    row.count(points)
     return row
 
 
+def _at_csv_precision(value: float | None) -> float:
+    return number_in(points_cell(value)) or 0.0
+
+
 def moved_lines(
-    old: Mapping[str, Mapping[str, str]], results: Sequence[GradeResult], points: CoursePoints
+    old: Mapping[str, GradeRow], results: Sequence[GradeResult], points: CoursePoints
 ) -> tuple[list[str], list[str]]:
     """``(lines, students)``: for each result whose status or part scores differ from its old
     row, ``"bob: 10.5 of 15 -> 6.5 of 15 (a2c 4 -> 0)"``, and those students."""
@@ -139,18 +151,14 @@ def moved_lines(
         after = _new_row(result, before, points)
         if _scores(before, points) == _scores(after, points):
             continue
+        was, now = before.cells(), after.cells()
         parts = [
-            f"{key} {before.get(key) or '-'} -> {after.get(key) or '-'}"
+            f"{key} {was.get(key) or '-'} -> {now.get(key) or '-'}"
             for key in points.auto
-            if number_in(before.get(key, "")) != number_in(after.get(key, ""))
+            if number_in(was.get(key)) != number_in(now.get(key))
         ]
-        total = number_in(after.get("total", "")) or 0.0
-        change = total - (number_in(before.get("total", "")) or 0.0)
-        by = (
-            f", {'+' if change >= 0 else ''}{points_text(change)}"
-            if after["status"] == "graded"
-            else ""
-        )
+        change = _at_csv_precision(after.total) - _at_csv_precision(before.total)
+        by = f", {'+' if change >= 0 else ''}{points_text(change)}" if after.graded else ""
         what = f" ({', '.join(parts)})" if parts else ""
         lines.append(f"{result.student}: {describe(before)} -> {describe(after)}{by}{what}")
         moved.append(result.student)
@@ -169,19 +177,20 @@ def _write_new_maximum(
     with a ``course``, every late penalty by the course's rule on the kept minutes late (a
     penalty is a share of full marks), in the gradebook too (only a course has a late rule:
     ``grade-all --late-penalty`` needs ``--course``)."""
-    rows, columns = read_rows(out / "grades.csv")
+    rows, columns = read_class(out / "grades.csv", points)
     for row in rows:
-        if row.get("student") in moved:
-            for name in KEPT_COLUMNS:
-                row[name] = old[row["student"]].get(name, "")
-        if row.get("max_total"):
-            row["max_total"] = points_cell(points.full_marks)
+        if row.student in moved:
+            kept = old[row.student]
+            row.submitted_at, row.submitted_from = kept.submitted_at, kept.submitted_from
+            row.minutes_late = kept.minutes_late
+        if row.max_total is not None:
+            row.max_total = points.full_marks
     if course is not None:
         penalties = apply_late_penalty(rows, course_late_penalty(None, course.root), points)
         record_penalties(
             course.db_url, ASSIGNMENT, NOTEBOOK, penalties, next(iter(points.manual), None)
         )
-    write_rows(rows, columns, out / "grades.csv")
+    write_class(rows, columns, out / "grades.csv")
 
 
 def _assess_all(
@@ -192,34 +201,33 @@ def _assess_all(
     records: AgentRecords,
     dry_run: bool,
 ) -> list:
-    """The assessments of ``subs`` (nothing recorded), on ``cluster`` or in ``jobs`` threads,
-    each with the agent kept beside its file and what ``records`` holds of the student's."""
-    if cluster is not None:
-        found: list = []
+    """The assessments of ``subs`` (nothing recorded; an unreadable file left out), on
+    ``cluster`` or in ``jobs`` threads: the fan-out of ``grade-all``; each with the agent kept
+    beside its file and what ``records`` holds of the student's."""
+    found: list = []
 
-        def keep(assessment: Any) -> GradeResult:
+    def keep(assessment: Any) -> GradeResult:
+        if not assessment.result.status.startswith("unreadable"):
             found.append(assessment)
-            return assessment.result
+        return assessment.result
 
-        cluster.grade_class(
-            grader.assessor, keep, subs, True, lambda sub: records.memory(sub.student, not dry_run)
-        )
-        return found
-
-    def one(sub: Submission) -> Any:
+    def one(sub: Submission, threads: int) -> Any:
         try:
             data = read_bytes(sub.path)
-        except UnreadableNotebook:
-            return None
-        assessment = grader.assess(
-            data, sub.student, sub.path.name, max(1, (os.cpu_count() or 1) // jobs),
-            agent_file_for(sub.path), records.memory(sub.student, not dry_run),
-        )  # fmt: skip
-        assessment.result.source = str(sub.path)
-        return assessment
+        except UnreadableNotebook as error:
+            return unreadable(sub, error)
+        memory = records.memory(sub.student, not dry_run)
+        return grader.assess(
+            data, sub.student, sub.path.name, threads, agent_file_for(sub.path), memory
+        )
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return [a for a in pool.map(one, subs) if a is not None]
+    if cluster is not None:
+        engine = cluster.engine(grader.assessor, lambda sub: records.memory(sub.student, not dry_run))
+    else:
+        engine = LocalGrading(jobs).engine(one)
+    grade_class(engine, keep, subs)
+    order = {str(sub.path): index for index, sub in enumerate(subs)}
+    return sorted(found, key=lambda assessment: order.get(assessment.result.source, len(order)))
 
 
 def regrade(
@@ -238,14 +246,14 @@ def regrade(
     check_part8_fits(grader.points, course)
     changed = point_changes(grader.points, course)
     subs, skipped = stored_submissions(out)
-    old_rows, columns = read_rows(out / "grades.csv")
-    old = {row["student"]: row for row in old_rows if row.get("student")}
+    old_rows, columns = read_class(out / "grades.csv", grader.points)
+    old = {row.student: row for row in old_rows if row.student}
     assessments = _assess_all(grader, subs, jobs, cluster, AgentRecords(out), dry_run)
     lines, moved = moved_lines(old, [a.result for a in assessments], grader.points)
     header = f"{len(moved)} of {len(assessments)} student(s) changed; the others left as they were"
     lines = [header, *[f"  {line}" for line in lines], *[f"  {line}" for line in skipped]]
     full = points_cell(grader.points.full_marks)
-    stale = sorted({row["max_total"] for row in old_rows if row.get("max_total") not in ("", full)})
+    stale = sorted({points_cell(row.max_total) for row in old_rows} - {"", full})
     if stale:
         lines.insert(0, f"full marks {' or '.join(stale)} -> {full} in every row")
     if changed:
@@ -267,7 +275,7 @@ def regrade(
     graded_by_hand = [
         student
         for student in moved
-        if any(number_in(old[student].get(name, "")) is not None for name in grader.points.manual)
+        if any(old[student].hand.get(name) is not None for name in grader.points.manual)
     ]
     if course is None and graded_by_hand:
         raise ValueError(

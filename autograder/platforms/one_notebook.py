@@ -10,9 +10,10 @@ submission in a folder and the course's files next to it. This module is what bo
 * :func:`find_notebook` picks the submitted ``.ipynb`` (a bounded walk);
 * :func:`grade_notebook` grades it with the grading core's
   :class:`~autograder.core.assessor.Assessor`, as ``grade`` and ``grade-all`` do (secret cases,
-  plain-data records, judged in this process), against the release the bundle carries
-  (:data:`~.bundle_contents.RELEASE_NAME`, made by nbgrader's ``generate_assignment`` when the
-  bundle was built): no gradebook and no nbgrader run at grading time;
+  plain-data records, judged in this process), against the release and the course the bundle
+  carries (:func:`~.bundle_contents.bundled_course`: the release made by nbgrader's
+  ``generate_assignment`` when the bundle was built, the course read then with the
+  instructor's limits): no gradebook and no nbgrader run at grading time;
 * :func:`part_rows` lists the result per part, the bonus and the part graded by hand marked;
   :func:`summary` the first lines of the platform's output;
 * :func:`write_json` writes the platform's results file atomically, as root, after grading:
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autograder.platforms.bundle_contents import KIT_ROOT, RELEASE_NAME, release_bytes
+from autograder.platforms.bundle_contents import KIT_ROOT, bundled_course
 
 __all__ = [
     "PartRow",
@@ -107,23 +108,18 @@ def grade_notebook(path: Path, student: str) -> Any:
     :class:`~autograder.core.isolation.SandboxUnavailable` when student code cannot be isolated."""
     import shutil
 
-    import nbformat
-
     from autograder.core.assessor import Assessor
     from autograder.core.intake.submission_file import (
         UnreadableNotebook,
         agent_file_beside,
         read_bytes,
     )
-    from autograder.core.reports.course_points import course_points
     from autograder.core.reports.grade_result import GradeResult
 
-    bundled = KIT_ROOT / RELEASE_NAME
-    data = bundled.read_bytes() if bundled.is_file() else release_bytes()
-    release = nbformat.reads(data.decode("utf-8"), as_version=4)
+    release, course = bundled_course(KIT_ROOT)  # the course as the instructor read it
     workdir = Path(tempfile.mkdtemp(prefix="a2c-grading-"))
     try:
-        assessor = Assessor(release, workdir / "sandbox", isolate=True)
+        assessor = Assessor(release, workdir / "sandbox", course, isolate=True)
         try:
             submitted = read_bytes(path)
         except UnreadableNotebook as error:
@@ -133,8 +129,8 @@ def grade_notebook(path: Path, student: str) -> Any:
         agent_file = agent_file_beside(Path(path))
         result = assessor.assess(submitted, student, Path(path).name, agent_file=agent_file).result
         result.source = str(path)
-        # The parts graded by hand are the platform's to score: their points, from the release.
-        result.manual = dict(course_points(release).manual)
+        # The parts graded by hand are the platform's to score: their points, the course's.
+        result.manual = dict(course.points.manual)
         return result
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -144,12 +140,12 @@ def part_rows(result: Any) -> list[PartRow]:
     """The result per autograded part, in the notebook's order, then each part graded by hand
     (its points are the platform's to give). A result that is not ``graded`` scores 0 in every
     row; its feedback stays, for the student and the instructor to read."""
-    from autograder.core.judging.parts import BONUS_PARTS, PART_NAMES
+    from autograder.core.judging.parts import PART_NAMES
 
     graded = result.status == "graded"
     rows = []
     for key, part in result.parts.items():
-        bonus = key in BONUS_PARTS
+        bonus = key in result.points.bonus
         name = f"{key} ({PART_NAMES.get(key, key)})" + (" - bonus" if bonus else "")
         rows.append(
             PartRow(key, name, part.score if graded else 0.0, part.max, part.feedback, bonus)
@@ -178,7 +174,7 @@ def summary(result: Any) -> str:
         f"status: {result.status}",
         f"isolation: {result.isolation}",
         f"autograded: {points_text(result.total)} points (full marks "
-        f"{points_text(result.autograded_max + result.agent_max)}"
+        f"{points_text(result.points.graded_here)}"
         + (f", the verified agent's {points_text(result.agent_max)} included" if result.agent_max else "")
         + (f"; the bonus adds up to {points_text(bonus)})" if bonus else ")"),
     ]

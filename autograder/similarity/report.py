@@ -48,8 +48,7 @@ from autograder.similarity.pair_pages import (
     too_small_line,
     z_text,
 )
-from solutions.build_notebooks import RELEASE_NOTEBOOK
-from solutions.parts import PARTS
+from solutions.parts import PARTS, RELEASE_NOTEBOOK
 
 __all__ = ["MAX_PAGES", "REPORT_FOLDER", "part_sources", "similarity_report"]
 

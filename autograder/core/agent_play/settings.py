@@ -10,7 +10,7 @@ The settings live in the assignment's source notebook, in its notebook-level met
   ``false`` turns it off for a course that does not train agents.
 * ``"target_score"`` and ``"points"`` (default: none and 0, no points): with both, the agent
   earns ``points * min(1, verified score / target_score)`` (never below 0; 0 without a verified
-  score), counted in every total and full marks (:class:`~autograder.core.reports.course_points.CoursePoints`,
+  score), counted in every total and full marks (:class:`~autograder.core.course.points.CoursePoints`,
   :class:`~autograder.core.reports.grade_result.GradeResult`); courses that only want the
   report lose nothing.
 
@@ -26,7 +26,7 @@ import base64
 from typing import Any
 
 from autograder.core.agent_play.verification import AgentReport
-from autograder.core.reports.agent_settings import AgentSettings, agent_settings
+from autograder.core.course.agent import AgentSettings, agent_settings
 
 __all__ = ["REPLAY_FRAMES", "AgentSettings", "agent_outcome", "agent_settings"]
 

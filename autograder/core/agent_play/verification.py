@@ -16,8 +16,9 @@ no student code runs while they are played, and no sandbox is started for it:
    network (the Nature-DQN forward pass of the judges,
    :func:`autograder.core.judging.parts.model.nature_dqn`, in float32, one thread, denormal
    numbers flushed to zero) and the grader's sampling of every action. Its CPU (this thread's:
-   the emulators and the network) is capped (:class:`AgentLimits`); the games finished by then
-   are the score.
+   the emulators and the network) is capped by the course's ``agent.cpu_seconds``
+   (:class:`~autograder.core.course.limits.AgentLimits`, the instructor's ``--agent-cpu-seconds``);
+   the games finished by then are the score.
 
 :func:`verify_agent` puts them together into an :class:`AgentReport`: the verified score beside
 the score the notebook claims, or a note saying why there is none. Never raises for the
@@ -38,6 +39,7 @@ import torch
 from autograder.core.agent_play.fingerprint import weights_fingerprint
 from autograder.core.agent_play.handed_in import HandedIn
 from autograder.core.agent_play.model_check import judge_check
+from autograder.core.course.limits import AgentLimits
 from autograder.core.judging.parts.model import nature_dqn
 from course_lib.evaluation import (
     GRADER_PROTOCOL,
@@ -50,7 +52,6 @@ from course_lib.evaluation import (
 )
 
 __all__ = [
-    "DEFAULT_AGENT_LIMITS",
     "AgentLimits",
     "AgentReport",
     "Played",
@@ -62,22 +63,6 @@ __all__ = [
 #: Two evaluations of one agent on the same protocol differ by more than this many standard
 #: errors (of their difference) about once in 300 honest submissions.
 NOISE_ERRORS = 3.0
-
-
-@dataclass(frozen=True)
-class AgentLimits:
-    """What playing one saved agent may cost.
-
-    Attributes:
-        cpu_seconds: CPU seconds of the grader's thread that plays (the emulators and the
-            network); when they are spent the games stop, and the games finished so far are
-            the score (none finished: no verified score).
-    """
-
-    cpu_seconds: float = 20.0
-
-
-DEFAULT_AGENT_LIMITS = AgentLimits()
 
 
 @dataclass
@@ -179,7 +164,7 @@ class _PlayingThread:
 def play_agent(
     layers: list[tuple[np.ndarray, np.ndarray]],
     protocol: EvaluationProtocol = GRADER_PROTOCOL,
-    limits: AgentLimits = DEFAULT_AGENT_LIMITS,
+    limits: AgentLimits | None = None,
     replay_steps: int = 0,
     seeds: list[int] | None = None,
     make_env: Any = None,
@@ -187,7 +172,8 @@ def play_agent(
     """Play ``protocol`` in this thread with the course's network of ``layers`` (``(weight,
     bias)`` float32 of conv1..3, fc, the policy and the value heads) on seeds drawn here (or
     ``seeds``, for tests that must know them): the grader's emulators (``make_env``: tests'
-    fake games), network and sampling."""
+    fake games), network and sampling; ``limits``: the course's (default: the declared ones)."""
+    limits = limits or AgentLimits()
     seeds = game_seeds(protocol.games) if seeds is None else list(seeds)
     finished: list[GameResult] = []
     played = Played(None, seeds=seeds)
@@ -244,7 +230,7 @@ def verify_agent(
     check: Mapping[str, Any] | None,
     case: Mapping[str, Any] | None,
     protocol: EvaluationProtocol = GRADER_PROTOCOL,
-    limits: AgentLimits = DEFAULT_AGENT_LIMITS,
+    limits: AgentLimits | None = None,
     replay_steps: int = 0,
     seeds: list[int] | None = None,
     key: bytes | None = None,

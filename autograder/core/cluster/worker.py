@@ -3,8 +3,9 @@
 A worker runs :func:`assess_task`: :meth:`~autograder.core.assessor.Assessor.assess` (the
 sandboxed run and the judgement against the reference). It builds its own
 :class:`~autograder.core.assessor.Assessor` once per process and grading settings
-(:func:`assessor_settings`), from the release notebook's bytes sent with the task (no nbgrader
-runs there), after checking that its instructor package (``autograder``, ``solutions``,
+(:func:`assessor_settings`), from the release notebook's bytes and the course, whole, as plain
+data (its points, agent settings and every limit: the instructor's ``--timeout`` and agent cap
+hold there too), sent with the task (no nbgrader runs there), after checking that its instructor package (``autograder``, ``solutions``,
 ``course_lib``) has the very files of the instructor's; it refuses (:class:`WorkerRefused`)
 where the sandbox cannot start, unless ``--no-sandbox`` was given, and in container mode where
 nothing fences the notebook off the network (:func:`check_worker_isolation`).
@@ -19,7 +20,6 @@ import shutil
 import socket
 import tempfile
 import threading
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ import nbformat
 
 from autograder.core.assessor import Assessor
 from autograder.core.cluster.connection import WorkerRefused
-from autograder.core.isolation import SandboxLimits, SandboxUnavailable
+from autograder.core.course.settings import Course
+from autograder.core.isolation import SandboxUnavailable
 from autograder.core.package_digest import package_files
 
 __all__ = ["assess_task", "assessor_settings", "check_worker_isolation"]
@@ -37,14 +38,13 @@ _ASSESSORS_LOCK = threading.Lock()
 
 
 def assessor_settings(assessor: Assessor, isolate: bool | None = None) -> dict[str, Any]:
-    """What a worker needs to build an Assessor like the instructor's (plain data); ``isolate``
+    """What a worker needs to build an Assessor like the instructor's (plain data: the release,
+    the course whole, :meth:`~autograder.core.course.settings.Course.to_plain`); ``isolate``
     (when given) instead of the instructor's own: the workers sandbox, this machine need not."""
     return {
         "source": nbformat.writes(assessor.release).encode(),
-        "timeout": assessor.timeout,
+        "course": assessor.course.to_plain(),
         "isolate": assessor.isolate if isolate is None else isolate,
-        "wall_seconds": assessor.wall_seconds,
-        "limits": asdict(assessor.limits),
         "package": package_files(),
     }
 
@@ -66,10 +66,8 @@ def _build_assessor(settings: dict[str, Any], where: str) -> Assessor:
         return Assessor(
             nbformat.reads(settings["source"].decode(), as_version=4),
             folder / "grading",
-            timeout=settings["timeout"],
+            Course.from_plain(settings["course"], "the instructor's course"),
             isolate=settings["isolate"],
-            wall_seconds=settings["wall_seconds"],
-            limits=SandboxLimits(**settings["limits"]),
         )
     except SandboxUnavailable as error:
         raise WorkerRefused(f"{where} cannot start the sandbox: {error}") from None

@@ -36,11 +36,10 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autograder.core.isolation.cgroups import Cgroup, run_name
+from autograder.core.isolation.cgroups import Cgroup
 from autograder.core.isolation.contract import (
     DEFAULT_LIMITS,
     SandboxLimits,
@@ -49,7 +48,7 @@ from autograder.core.isolation.contract import (
 )
 from autograder.core.isolation.cpu_meter import CpuMeter
 from autograder.core.isolation.job_view import SCRATCH, SYSTEM_DIRS, hidden_in
-from autograder.core.isolation.leases import CACHE_FOLDERS, FIRST_UID, UidLease, root_folder
+from autograder.core.isolation.leases import CACHE_FOLDERS, FIRST_UID, root_folder
 from autograder.core.isolation.neutral_bytecode import neutral_bytecode
 from autograder.core.isolation.python_layout import (
     ENVIRONMENT,
@@ -58,22 +57,21 @@ from autograder.core.isolation.python_layout import (
     Layout,
     layout,
 )
+from autograder.core.isolation.run_scope import RunScope
 from autograder.core.isolation.supervision import (
     CHANNEL_VARIABLE,
-    Pipes,
+    JobInput,
     apply_limits,
     in_sandbox_limits,
-    supervise,
     through_root_launcher,
     write_all,
 )
 
 __all__ = [
-    "Launch",
+    "bubblewrap_popen",
     "bwrap_works",
     "job_environment",
     "kill_group",
-    "launch_bubblewrap",
     "limits_note",
     "require_sandbox",
     "run_bubblewrap",
@@ -235,22 +233,6 @@ def root_tree(
     }
 
 
-@dataclass
-class Launch:
-    """A bubblewrap command ready to start (``popen``: :class:`subprocess.Popen`'s arguments but
-    the pipes) and what to undo once everything it started has ended (:meth:`undo`)."""
-
-    popen: dict[str, Any]
-    lease: UidLease | None = None  #: the user id it runs as (a grader started as root)
-    staging: Path | None = None  #: root's folder holding its tree
-
-    def undo(self) -> None:
-        if self.staging is not None:
-            shutil.rmtree(self.staging, ignore_errors=True)
-        if self.lease is not None:
-            self.lease.end()  # every process of its user ended before the id goes to another run
-
-
 def kill_group(process: subprocess.Popen) -> None:
     """End bubblewrap's whole group (inside it, its PID namespace already ends everything)."""
     try:
@@ -268,69 +250,61 @@ def job_environment(view: Layout, env: Mapping[str, str]) -> dict[str, str]:
     return whole
 
 
-def launch_bubblewrap(
+def bubblewrap_popen(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
-    limits: SandboxLimits,
+    run: RunScope,
     keep: list[int],
-    cgroup: Cgroup,
-) -> Launch:
-    """What starts ``argv`` in a new sandbox (see :func:`run_bubblewrap` for the arguments):
-    a grader started as root leases a user id and has the launcher build the sandbox's tree
-    first (:mod:`.root_launcher`); ``keep`` gets the descriptors the command must inherit."""
-    launch = Launch({})
-    try:
-        view = layout(SYSTEM_DIRS)
-        env = job_environment(view, env)
-        shown = {inside: str(Path(outside).resolve()) for inside, outside in readonly.items()}
-        root = plan = None
-        if os.getuid() == 0:
-            # bubblewrap runs as an unprivileged user of its own: the launcher (root, in a
-            # private mount namespace) builds the sandbox's tree in the staging folder first
-            # (see autograder/core/isolation/root_launcher.py), where that user can reach it.
-            launch.lease = UidLease(root_folder())
-            launch.staging = launch.lease.staging("stage", 0o755)
-            root = str(launch.staging / "root")
-            plan = {"root": root, "uid": launch.lease.uid, "binds": [], "copies": []}
-            plan.update(root_tree(view, shown, limits, launch.lease.uid))
-        if plan is None:  # not root: the task limit inside the sandbox's user namespace
-            argv = in_sandbox_limits(limits, PYTHON, list(argv))
-        args = sandbox_args(view, shown, env, limits, keep, root)
-        args_read, args_write = os.pipe()
-        keep.append(args_read)
-        # bubblewrap is the sandbox's process 1: its command line and environment name
-        # nothing of the host (its options come from a pipe)
-        bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
-        executable = shutil.which("bwrap") or "bwrap"
-        if plan is None:
-            command = bwrap
-        else:
-            plan["executable"] = executable
-            command = through_root_launcher(plan, bwrap, keep)
-            executable = sys.executable
-        threading.Thread(
-            target=write_all,
-            args=(args_write, b"\0".join(a.encode() for a in args) + b"\0"),
-            daemon=True,
-        ).start()
-        per_user = plan is not None
-        launch.popen = {
-            "args": command,
-            "executable": executable,
-            "cwd": "/",
-            "env": {"PATH": "/usr/bin:/bin"},
-            "preexec_fn": lambda: apply_limits(limits, cgroup, per_user=per_user),
-        }
-        return launch
-    except BaseException:
-        launch.undo()
-        raise
+) -> dict[str, Any]:
+    """:class:`subprocess.Popen`'s arguments (but the pipes) that start ``argv`` in a new
+    sandbox for ``run`` (see :func:`run_bubblewrap` for the arguments): where ``run`` has a
+    user id and staging folder of its own (a grader started as root), the launcher builds the
+    sandbox's tree there first (:mod:`.root_launcher`) and bubblewrap runs as that user;
+    ``keep`` gets the descriptors the command must inherit."""
+    limits = run.limits
+    view = layout(SYSTEM_DIRS)
+    env = job_environment(view, env)
+    shown = {inside: str(Path(outside).resolve()) for inside, outside in readonly.items()}
+    root = None
+    launch: dict[str, Any] | None = None
+    if run.staging is not None and run.uid is not None:
+        root = str(run.staging / "root")
+        launch = {"root": root, "uid": run.uid, "binds": [], "copies": []}
+        launch.update(root_tree(view, shown, limits, run.uid))
+    if launch is None:  # not root: the task limit inside the sandbox's user namespace
+        argv = in_sandbox_limits(limits, PYTHON, list(argv))
+    args = sandbox_args(view, shown, env, limits, keep, root)
+    args_read, args_write = os.pipe()
+    keep.append(args_read)
+    # bubblewrap is the sandbox's process 1: its command line and environment name nothing of
+    # the host (its options come from a pipe)
+    bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
+    executable = shutil.which("bwrap") or "bwrap"
+    if launch is None:
+        command = bwrap
+    else:
+        launch["executable"] = executable
+        command = through_root_launcher(launch, bwrap, keep)
+        executable = sys.executable
+    threading.Thread(
+        target=write_all,
+        args=(args_write, b"\0".join(a.encode() for a in args) + b"\0"),
+        daemon=True,
+    ).start()
+    cgroup, per_user = run.cgroup, launch is not None
+    return {
+        "args": command,
+        "executable": executable,
+        "cwd": "/",
+        "env": {"PATH": "/usr/bin:/bin"},
+        "preexec_fn": lambda: apply_limits(limits, cgroup, per_user=per_user),
+    }
 
 
-def limits_note(cgroup: Cgroup, limits: SandboxLimits) -> str:
+def limits_note(cgroup: Cgroup | None, limits: SandboxLimits) -> str:
     """What held of ``limits``: a cgroup for the whole run, or per-process limits only."""
-    if cgroup.active:
+    if cgroup is not None and cgroup.active:
         return (
             f"cgroup: {limits.memory_bytes / 1024**3:g} GiB memory and {limits.processes} tasks "
             "for the whole run"
@@ -346,7 +320,7 @@ def run_bubblewrap(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
-    stdin: bytes,
+    stdin: bytes | JobInput,
     wall_seconds: float,
     limits: SandboxLimits = DEFAULT_LIMITS,
 ) -> SandboxResult:
@@ -356,32 +330,20 @@ def run_bubblewrap(
         readonly: folders to show read-only, ``{path inside: path outside}``.
         env: the whole environment of the command (nothing else is inherited); the channel's
             file descriptor is added as ``A2C_CHANNEL_FD``.
+        stdin: the job, or a :class:`~.supervision.JobInput` given once the run has started.
         wall_seconds: the command and everything it started is killed after this long.
 
     Raises :class:`~.contract.SandboxUnavailable` when bubblewrap cannot start.
     """
     require_sandbox()
-    pipes = Pipes()
-    env = {**env, CHANNEL_VARIABLE: str(pipes.channel_write)}
-    cgroup = Cgroup(run_name(), limits)
-    launch: Launch | None = None
-    try:
-        launch = launch_bubblewrap(argv, readonly, env, limits, pipes.keep, cgroup)
-        lease = launch.lease
-        meter = CpuMeter(cgroup.cpu_seconds, uid=lease.uid) if lease is not None else None
-        outcome = supervise(
-            pipes, launch.popen, stdin, wall_seconds, limits, cgroup, kill_group, meter
-        )
-    finally:
-        pipes.close()
-        cgroup.remove()
-        if launch is not None:
-            launch.undo()
-    return SandboxResult(
-        **vars(outcome),
-        sandboxed=True,
-        limits=limits_note(cgroup, limits),
-        uid=lease.uid if lease is not None else None,
-        wall_seconds=wall_seconds,
-        isolation="bubblewrap",
-    )
+    # Started as root, bubblewrap runs as an unprivileged user of its own: the launcher (root,
+    # in a private mount namespace) builds the sandbox's tree in the staging folder first (see
+    # autograder/core/isolation/root_launcher.py), where that user can reach it.
+    as_root = os.getuid() == 0
+    with RunScope(limits, staging=("stage", 0o755) if as_root else None) as run:
+        env = {**env, CHANNEL_VARIABLE: str(run.pipes.channel_write)}
+        popen = bubblewrap_popen(argv, readonly, env, run, run.pipes.keep)
+        meter = CpuMeter(run.cgroup.cpu_seconds, uid=run.uid) if run.uid is not None else None
+        outcome = run.supervise(popen, stdin, wall_seconds, kill_group, meter)
+    note = limits_note(run.cgroup, limits)
+    return run.result(outcome, wall_seconds, sandboxed=True, limits=note, isolation="bubblewrap")

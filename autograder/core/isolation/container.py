@@ -78,8 +78,7 @@ from autograder.core.isolation.job_view import (
     outside_command,
     python_dirs,
 )
-from autograder.core.isolation.leases import UidLease, root_folder
-from autograder.core.isolation.supervision import Pipes, supervise
+from autograder.core.isolation.run_scope import RunScope
 from autograder.core.isolation.user_processes import processes_of
 from autograder.sandboxed.bin import landlock
 
@@ -341,6 +340,13 @@ def _remove_left_files(uid: int) -> None:
                 continue
 
 
+def _clear_user(uid: int) -> None:
+    """What a container-mode user may leave outside its staging folder: files in shared
+    folders and System V IPC objects."""
+    _remove_left_files(uid)
+    remove_ipc_of(uid)
+
+
 def _copy_view(source: Path, target: Path) -> None:
     """A copy of ``source`` that every user can read and none but root can change."""
     shutil.copytree(source, target, symlinks=False)
@@ -363,12 +369,18 @@ def run_in_container(
     :func:`autograder.core.isolation.bubblewrap.run_bubblewrap`'s, paths inside mapped to copies outside."""
     check_environment()
     check_closed()
-    folder = root_folder()
-    lease = UidLease(folder)
-    staging = lease.staging("container", 0o711)  # the user passes through, cannot list
-    cgroup = Cgroup(f"container-{os.getpid()}-{lease.uid}", limits)
-    pipes = Pipes()
-    try:
+    # Whatever ends the run, an error here included, the whole user is killed first: without a
+    # writable cgroup (Docker's read-only /sys/fs/cgroup) nothing else ends what it left.
+    scope = RunScope(
+        limits,
+        staging=("container", 0o711),  # the user passes through, cannot list
+        cgroup_prefix="container-",
+        stop_user=_kill_as_user,
+        clear_user=_clear_user,
+    )
+    with scope as run:
+        assert run.staging is not None and run.uid is not None
+        uid, staging, cgroup = run.uid, run.staging, run.cgroup
         views: dict[str, str] = {}
         for index, (inside, outside) in enumerate(readonly.items()):
             _copy_view(Path(outside), staging / f"view-{index}")
@@ -376,10 +388,10 @@ def run_in_container(
         work, tmp = staging / "work", staging / "tmp"
         for path in (work, work / "home", tmp):
             path.mkdir(mode=0o700)
-            os.chown(path, lease.uid, lease.uid)
+            os.chown(path, uid, uid)
         command, environment = outside_command(argv, env, views, work)
         environment["TMPDIR"] = str(tmp)  # its own, instead of the container's shared /tmp
-        environment[channel_variable] = str(pipes.channel_write)
+        environment[channel_variable] = str(run.pipes.channel_write)
         cpu_seconds = int(wall_seconds * (os.cpu_count() or 1)) + 1
         abi = landlock.abi_version()
         fence = None
@@ -388,25 +400,15 @@ def run_in_container(
             fence = {"read": read, "write": [str(work), str(tmp), "/dev"], "abi": abi}
 
         def stop(process: subprocess.Popen) -> None:
-            _kill_as_user(lease.uid)  # the whole user: a process that left the group goes too
+            _kill_as_user(uid)  # the whole user: a process that left the group goes too
 
         popen = {"args": command, "cwd": str(work), "env": environment}
         network = network_fence()
         popen["preexec_fn"] = lambda: _prepare_child(
-            lease.uid, limits, cgroup, cpu_seconds, fence, network
+            uid, limits, cgroup, cpu_seconds, fence, network
         )
-        meter = CpuMeter(cgroup.cpu_seconds, uid=lease.uid)  # its processes may leave the tree
-        outcome = supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop, meter)
-    finally:
-        # Whatever ended the run, an error here included: without a writable cgroup (Docker's
-        # read-only /sys/fs/cgroup) nothing else ends what it left.
-        _kill_as_user(lease.uid)
-        pipes.close()
-        cgroup.remove()
-        shutil.rmtree(staging, ignore_errors=True)
-        _remove_left_files(lease.uid)
-        remove_ipc_of(lease.uid)
-        lease.end()  # none of its processes left before the id goes to another run
+        meter = CpuMeter(cgroup.cpu_seconds, uid=uid)  # its processes may leave the tree
+        outcome = run.supervise(popen, stdin, wall_seconds, stop, meter)
     if cgroup.active:
         memory = f"a cgroup of {limits.memory_bytes / 1024**3:g} GiB and {limits.processes} tasks"
     else:
@@ -422,11 +424,4 @@ def run_in_container(
         "container isolation (bubblewrap cannot start here): the notebook ran as an "
         f"unprivileged user of its own with {memory}; {landlock.describe(abi)}{network}"
     )
-    return SandboxResult(
-        **vars(outcome),
-        sandboxed=True,
-        limits=note,
-        uid=lease.uid,
-        wall_seconds=wall_seconds,
-        isolation=CONTAINER,
-    )
+    return run.result(outcome, wall_seconds, sandboxed=True, limits=note, isolation=CONTAINER)

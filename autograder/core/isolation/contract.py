@@ -9,6 +9,7 @@ plain process (:mod:`.unsandboxed`); each takes :class:`SandboxLimits`, returns 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["DEFAULT_LIMITS", "SandboxLimits", "SandboxResult", "SandboxUnavailable"]
 
@@ -17,21 +18,41 @@ class SandboxUnavailable(RuntimeError):
     """bubblewrap cannot start here, and running without it was not asked for."""
 
 
+def _limit(default: int, description: str) -> Any:
+    """A field of :class:`SandboxLimits` with its description (the course's settings read it:
+    :mod:`autograder.core.course.limits`)."""
+    return field(default=default, metadata={"description": description, "at_least": 1})
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
     """What one run may use."""
 
-    memory_bytes: int = 4 * 1024**3  #: the whole run, /tmp and scratch included (cgroup)
-    address_space_bytes: int = 12 * 1024**3  #: each process (RLIMIT_AS)
-    processes: int = 256  #: tasks (processes and threads) of the whole run
-    scratch_bytes: int = 512 * 1024**2  #: the in-memory working folder
-    tmp_bytes: int = 512 * 1024**2  #: the in-memory /tmp
-    file_bytes: int = 256 * 1024**2  #: one file (RLIMIT_FSIZE)
-    channel_bytes: int = 256 * 1024**2  #: what the grader keeps of the channel
-    log_bytes: int = 8000  #: the end of the output the grader keeps
-    #: CPU seconds of the whole run, every process it started counted (:mod:`.cpu_meter`); the
-    #: run is stopped when it has used them; None: no cap
-    cpu_seconds: float | None = None
+    memory_bytes: int = _limit(
+        4 * 1024**3, "bytes of memory the whole run may use, /tmp and scratch included (cgroup)"
+    )
+    address_space_bytes: int = _limit(
+        12 * 1024**3, "bytes of address space each process of the run may map (RLIMIT_AS)"
+    )
+    processes: int = _limit(
+        256, "tasks (processes and threads) the whole run may have at once"
+    )
+    scratch_bytes: int = _limit(512 * 1024**2, "bytes of the run's in-memory working folder")
+    tmp_bytes: int = _limit(512 * 1024**2, "bytes of the run's in-memory /tmp")
+    file_bytes: int = _limit(256 * 1024**2, "bytes one file the run writes may have (RLIMIT_FSIZE)")
+    channel_bytes: int = _limit(
+        256 * 1024**2, "bytes of results the grader keeps of a run's channel (more is tampering)"
+    )
+    log_bytes: int = _limit(8000, "bytes of the end of a run's output the grader keeps")
+    cpu_seconds: float | None = field(
+        default=None,
+        metadata={
+            "description": "CPU seconds of the whole run, every process it starts counted "
+            "(cpu_meter.py): the run is stopped when it has used them; none: its budget's, for "
+            "the threads it is given and its start",
+            "at_least": 1,
+        },
+    )
 
 
 DEFAULT_LIMITS = SandboxLimits()

@@ -58,18 +58,17 @@ from pathlib import Path
 from typing import Any
 
 from autograder.core.isolation.bubblewrap import (
-    Launch,
+    bubblewrap_popen,
     job_environment,
-    launch_bubblewrap,
     limits_note,
     require_sandbox,
 )
-from autograder.core.isolation.cgroups import Cgroup, run_name
 from autograder.core.isolation.contract import SandboxLimits, SandboxResult, SandboxUnavailable
 from autograder.core.isolation.forked_student import END_SECONDS, ForkedStudent, host_pid
 from autograder.core.isolation.job_view import SCRATCH, SYSTEM_DIRS
 from autograder.core.isolation.python_layout import PYTHON, layout
-from autograder.core.isolation.supervision import Pipes, Reader, supervise
+from autograder.core.isolation.run_scope import RunScope
+from autograder.core.isolation.supervision import Pipes, Reader
 
 __all__ = ["ISOLATION", "Template", "TemplateUnavailable", "Warm"]
 
@@ -162,18 +161,28 @@ class Template:
             "write": [SCRATCH, "/tmp", "/dev"],
         }
         own = dataclasses.replace(limits, processes=limits.processes * STUDENTS_AT_ONCE)
+        # The template is a run of the one run wrapper for its whole life: a user id and a
+        # staging folder of its own where the grader is root, its cgroup (its students each
+        # get their own); all given back by close(), the user id last, once its every process
+        # (every student's included) has ended.
+        scope = RunScope(
+            own, staging=("stage", 0o755) if os.getuid() == 0 else None, cgroup_prefix="template-"
+        )
+        try:
+            self._scope: RunScope | None = scope.__enter__()
+        except BaseException:
+            shutil.rmtree(self._copy, ignore_errors=True)
+            raise
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.cgroup = Cgroup(f"template-{run_name()}", own)
         log_read, log_write = os.pipe()
         keep = [theirs.fileno()]
-        self.launch: Launch | None = None
         self.process: subprocess.Popen | None = None
         try:
             argv = [PYTHON, f"{bin_inside}/template.py", str(theirs.fileno()),
                     json.dumps({"modules": list(modules)})]  # fmt: skip
-            self.launch = launch_bubblewrap(argv, readonly, env, own, keep, self.cgroup)
-            popen = dict(self.launch.popen, stdin=subprocess.DEVNULL, stdout=log_write,
-                         stderr=log_write, pass_fds=keep, start_new_session=True)  # fmt: skip
+            popen = bubblewrap_popen(argv, readonly, env, self._scope, keep)
+            popen.update(stdin=subprocess.DEVNULL, stdout=log_write, stderr=log_write,
+                         pass_fds=keep, start_new_session=True)  # fmt: skip
             # bubblewrap dies with the thread that started it (--die-with-parent): a thread of
             # the process's own, which lives as long as the process, starts every template.
             self.process = _STARTER.submit(subprocess.Popen, **popen).result()
@@ -240,7 +249,7 @@ class Template:
                 f"the grader's template: {why}" + (f": {tail}" if tail else "")
             )
         job = {"cells": [{"index": 0, "source": _SELF_CHECK, "part": None, "name": None}],
-               "steps": {}, "time_scale": 1.0, "cell_seconds": 60.0, "budget_seconds": 60.0,
+               "steps": {}, "time_scale": 1.0, "timeout": 60.0, "budget_seconds": 60.0,
                "wall_factor": 2.0}  # fmt: skip
         ran = self.run(self._job_env, json.dumps(job).encode(), START_SECONDS, limits)
         cells = [line for line in ran.channel if b'"event": "cell"' in line]
@@ -280,9 +289,6 @@ class Template:
                 "file_bytes": limits.file_bytes,
             },
         }
-        pipes = Pipes()
-        cgroup = Cgroup(run_name(), limits)
-
         def start(pipes: Pipes) -> ForkedStudent:
             with self._lock:
                 if self.dead:
@@ -297,31 +303,33 @@ class Template:
             if student.pid is None:
                 raise TemplateUnavailable("the student's process is not under the template")
             student.pidfd = os.pidfd_open(student.pid)
-            cgroup.add(student.pid)  # before "go": everything it starts is counted there
+            assert run.cgroup is not None
+            run.cgroup.add(student.pid)  # before "go": everything it starts is counted there
             return student
 
         def stop(_: Any) -> None:
             student.kill()
 
-        try:
-            outcome = supervise(pipes, start, _GO + stdin, wall_seconds, limits, cgroup, stop)
-        finally:
-            pipes.close()
-            cgroup.remove()
-            student.kill()
-            if student.inner is not None:
-                student.ended.wait(END_SECONDS)  # every process of the student has ended
-            student.close()
-            with self._lock:
-                self._students.pop(student.ident, None)
-        return SandboxResult(
-            **vars(outcome),
-            sandboxed=True,
-            limits=limits_note(cgroup, limits),
-            uid=self.launch.lease.uid if self.launch and self.launch.lease else None,
-            wall_seconds=wall_seconds,
-            isolation=ISOLATION,
-        )
+        # The run wrapper's fourth way to start a run: no user id of its own (the template's),
+        # its own cgroup and pipes, given back once every process of the student has ended.
+        with RunScope(limits) as run:
+            try:
+                outcome = run.supervise(start, _GO + stdin, wall_seconds, stop)
+            finally:
+                student.kill()
+                if student.inner is not None:
+                    student.ended.wait(END_SECONDS)  # every process of the student has ended
+                student.close()
+                with self._lock:
+                    self._students.pop(student.ident, None)
+        result = run.result(outcome, wall_seconds, sandboxed=True,
+                            limits=limits_note(run.cgroup, limits), isolation=ISOLATION)  # fmt: skip
+        return dataclasses.replace(result, uid=self.uid)
+
+    @property
+    def uid(self) -> int | None:
+        """The user id the template and its students run as (``None``: the grader's own)."""
+        return self._scope.uid if self._scope is not None else None
 
     # ----------------------------------------------------------------- the end
     def close(self) -> None:
@@ -343,8 +351,7 @@ class Template:
         self._undo()
 
     def _undo(self) -> None:
-        self.cgroup.remove()
-        if self.launch is not None:
-            self.launch.undo()
-            self.launch = None
+        if self._scope is not None:
+            scope, self._scope = self._scope, None
+            scope.__exit__(None, None, None)  # the user id last: every process of it ended
         shutil.rmtree(self._copy, ignore_errors=True)

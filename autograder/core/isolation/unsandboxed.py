@@ -11,13 +11,11 @@ have the grader's rights.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from autograder.core.isolation.cgroups import Cgroup, run_name
 from autograder.core.isolation.contract import (
     DEFAULT_LIMITS,
     SandboxLimits,
@@ -25,12 +23,10 @@ from autograder.core.isolation.contract import (
     SandboxUnavailable,
 )
 from autograder.core.isolation.job_view import outside_command, python_dirs, reachable
-from autograder.core.isolation.leases import UidLease, root_folder
+from autograder.core.isolation.run_scope import RunScope
 from autograder.core.isolation.supervision import (
     CHANNEL_VARIABLE,
-    Pipes,
     apply_limits,
-    supervise,
     through_root_launcher,
 )
 
@@ -66,19 +62,15 @@ def run_unsandboxed(
     :func:`.bubblewrap.run_bubblewrap` (inside paths mapped to copies outside); never raises
     because of the command."""
     require_unsandboxed_user()
-    pipes = Pipes()
-    env = {**env, CHANNEL_VARIABLE: str(pipes.channel_write)}
-    staging: Path | None = None
-    lease: UidLease | None = None
-    cgroup = Cgroup(run_name(), limits)  # nothing it starts outlives it
-    try:
+    with RunScope(limits, staging=("plain", 0o755)) as run:  # a cgroup: nothing outlives it
+        assert run.staging is not None and run.uid is not None
+        env = {**env, CHANNEL_VARIABLE: str(run.pipes.channel_write)}
         # A user id of its own, who cannot write the environment, the checkout or the grader's
         # folders; the grader's view copied.
         views: dict[str, str] = {}
-        lease = UidLease(root_folder())
-        staging = lease.staging("plain", 0o755)
+        staging = run.staging
         work = staging / "work"
-        launch = {"binds": [], "copies": [], "uid": lease.uid}
+        launch = {"binds": [], "copies": [], "uid": run.uid}
         launch.update(reachable(python_dirs(), staging))
         for index, (inside, outside) in enumerate(readonly.items()):
             (staging / str(index)).mkdir(mode=0o755)
@@ -87,9 +79,9 @@ def run_unsandboxed(
         work.mkdir(mode=0o700)
         (work / "home").mkdir()
         for path in (work, work / "home"):
-            os.chown(path, lease.uid, lease.uid)
+            os.chown(path, run.uid, run.uid)
         command, environment = outside_command(argv, env, views, work)
-        command = through_root_launcher(launch, command, pipes.keep)
+        command = through_root_launcher(launch, command, run.pipes.keep)
 
         def stop(process: subprocess.Popen) -> None:
             try:
@@ -97,21 +89,14 @@ def run_unsandboxed(
             except (ProcessLookupError, PermissionError):
                 pass
 
+        cgroup = run.cgroup
         popen = {"args": command, "executable": None, "cwd": str(work), "env": environment}
         popen["preexec_fn"] = lambda: apply_limits(limits, cgroup)
-        outcome = supervise(pipes, popen, stdin, wall_seconds, limits, cgroup, stop)
-    finally:
-        pipes.close()
-        cgroup.remove()
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
-        if lease is not None:
-            lease.end()  # every process of its user ended before the id goes to another run
-    return SandboxResult(
-        **vars(outcome),
+        outcome = run.supervise(popen, stdin, wall_seconds, stop)
+    return run.result(
+        outcome,
+        wall_seconds,
         sandboxed=False,
         limits="not sandboxed: no isolation",
-        uid=lease.uid,
-        wall_seconds=wall_seconds,
         isolation="none",
     )

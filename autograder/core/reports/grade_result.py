@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from solutions.parts import BONUS_PARTS
+from autograder.core.course.points import CoursePoints
+from autograder.core.course.totals import count_total
 
 __all__ = ["NOT_RUN", "GradeResult", "PartScore"]
 
@@ -101,11 +102,19 @@ class GradeResult:
         return not self.status.startswith(_NEVER_RAN)
 
     @property
+    def points(self) -> CoursePoints:
+        """The course's points as this result knows them: its parts' maxima (the course's bonus
+        parts among them), the hand-graded cells' and the verified agent's."""
+        auto = {key: part.max for key, part in self.parts.items()}
+        return CoursePoints(auto, dict(self.manual), agent=self.agent_max)
+
+    @property
     def total(self) -> float:
         """The autograded points, the hand-graded ones known so far (:attr:`hand_scores`) and
-        the verified agent's (:attr:`agent_points`)."""
-        scores = [part.score for part in self.parts.values()]
-        return round(sum(scores) + sum(self.hand_scores.values()) + self.agent_points, 6)
+        the verified agent's (:attr:`agent_points`), counted as every report counts a total
+        (:func:`~autograder.core.course.totals.count_total`)."""
+        auto = {key: part.score for key, part in self.parts.items()}
+        return count_total(self.points, auto, self.hand_scores, self.agent_points).total
 
     @property
     def agent_points(self) -> float:
@@ -124,14 +133,15 @@ class GradeResult:
 
     @property
     def autograded_max(self) -> float:
-        """The points of every autograded part except the bonus ones (``BONUS_PARTS``)."""
-        return round(sum(part.max for key, part in self.parts.items() if key not in BONUS_PARTS), 6)
+        """The points of every autograded part except the bonus ones."""
+        return self.points.autograded
 
     @property
     def max_total(self) -> float:
-        """Full marks, as ``grades.csv`` counts them: :attr:`autograded_max` plus the points
-        graded by hand (part 8, known once nbgrader recorded the notebook) and the agent's."""
-        return round(self.autograded_max + sum(self.manual.values()) + self.agent_max, 6)
+        """Full marks, as ``grades.csv`` counts them (:attr:`CoursePoints.full_marks`): the
+        autograded parts without the bonus, the points graded by hand (part 8, known once
+        nbgrader recorded the notebook) and the agent's."""
+        return self.points.full_marks
 
     def unfinished_notes(self) -> list[str]:
         """One note per part whose checks did not all finish (an endless loop, a crash)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from autograder.core.reports.grade_result import GradeResult
 from autograder.core.reports.safe_text import printable
-from solutions.parts import BONUS_PARTS
 
 __all__ = ["format_table"]
 
@@ -45,7 +44,7 @@ def format_table(result: GradeResult, feedback: bool = True) -> str:
     lines.append(f"{label:<{width}}  {result.total:>6.2f}{mark:1}  {result.max_total:>5g}")
     if not result.graded:
         lines.append(f"* NOT A GRADE ({printable(result.status.split(':')[0])}): review first")
-    bonus = [key for key in result.parts if key in BONUS_PARTS]
+    bonus = [key for key in result.parts if key in result.points.bonus]
     if bonus:
         lines.append(
             f"(bonus: {', '.join(bonus)}; its points count in the total, above full marks)"

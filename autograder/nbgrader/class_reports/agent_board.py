@@ -15,76 +15,59 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from autograder.core.reports.grade_result import GradeResult
-from autograder.core.reports.safe_text import points_text
+from autograder.nbgrader.class_reports.grade_row import AgentColumns, GradeRow
 
 __all__ = [
-    "AGENT_COLUMNS",
-    "agent_cells",
+    "agent_columns",
     "duplicate_agents",
     "leaderboard_lines",
 ]
 
-AGENT_COLUMNS = [
-    "agent_score", "agent_std", "agent_games", "agent_steps", "agent_capped", "claimed_score",
-    "agent_flag", "agent_points", "agent_digest",
-]  # fmt: skip
 LEADERBOARD_SIZE = 300  #: rows of the leaderboard (a class of 300 fits)
 
 
-def _number(value: Any, digits: int = 1) -> str:
-    return "" if value is None else f"{float(value):.{digits}f}"
-
-
-def agent_cells(result: GradeResult) -> dict[str, str]:
-    """The agent columns of ``result``'s row (all empty when the agent was not played)."""
-    cells = dict.fromkeys(AGENT_COLUMNS, "")
+def agent_columns(result: GradeResult) -> AgentColumns:
+    """The agent columns of ``result``'s row (all empty when the agent was not played), at the
+    precision the CSV keeps (scores to 0.1, points to 0.01): the row read back is the same."""
     agent = result.agent
     if not agent:
-        return cells
+        return AgentColumns()
     verified, claimed = agent.get("verified"), agent.get("claimed") or {}
+    columns = AgentColumns()
     if verified:
-        cells.update(
-            agent_score=_number(verified["score"]),
-            agent_std=_number(verified["std"]),
-            agent_games=str(verified["games"]),
-            agent_steps=str(verified["steps"]),
-            agent_capped=str(verified["capped"]),
-        )
-    cells["claimed_score"] = _number(claimed.get("score"))
+        columns.score, columns.std = round(verified["score"], 1), round(verified["std"], 1)
+        columns.games, columns.steps = int(verified["games"]), int(verified["steps"])
+        columns.capped = int(verified["capped"])
+    if claimed.get("score") is not None:
+        columns.claimed = round(float(claimed["score"]), 1)
     if agent.get("flagged"):
-        cells["agent_flag"] = "claim above verified"
+        columns.flag = "claim above verified"
     elif not verified:
-        cells["agent_flag"] = "no verified score"
+        columns.flag = "no verified score"
     if "points" in agent:
-        cells["agent_points"] = points_text(agent["points"])
-    cells["agent_digest"] = str(agent.get("digest", ""))[:64]
-    return cells
+        columns.points = round(float(agent["points"]), 2)
+    columns.digest = str(agent.get("digest", ""))[:64]
+    return columns
 
 
-def duplicate_agents(rows: Sequence[dict[str, str]]) -> list[list[str]]:
+def duplicate_agents(rows: Sequence[GradeRow]) -> list[list[str]]:
     """The students (sorted) of each weights file handed in by more than one of them."""
     by_digest: dict[str, list[str]] = defaultdict(list)
     for row in rows:
-        if row.get("agent_digest") and row.get("student"):
-            by_digest[row["agent_digest"]].append(row["student"])
+        if row.agent is not None and row.agent.digest and row.student:
+            by_digest[row.agent.digest].append(row.student)
     return sorted(sorted(names) for names in by_digest.values() if len(names) > 1)
 
 
-def _ranked(rows: Sequence[dict[str, str]]) -> list[tuple[float, dict[str, str]]]:
-    scored = []
-    for row in rows:
-        try:
-            scored.append((float(row.get("agent_score", "")), row))
-        except ValueError:
-            continue
-    return sorted(scored, key=lambda pair: (-pair[0], pair[1].get("student", "")))
+def _ranked(rows: Sequence[GradeRow]) -> list[tuple[float, GradeRow]]:
+    scored = [(row.agent.score, row) for row in rows if row.agent and row.agent.score is not None]
+    return sorted(scored, key=lambda pair: (-pair[0], pair[1].student))
 
 
 def leaderboard_lines(
-    rows: Sequence[dict[str, str]],
+    rows: Sequence[GradeRow],
     anonymous: bool = False,
     copies: Sequence[Sequence[str]] | None = None,
 ) -> list[str]:
@@ -96,7 +79,7 @@ def leaderboard_lines(
     ranked = _ranked(rows)
     if not ranked:
         return []
-    games = ranked[0][1].get("agent_games", "")
+    games = ranked[0][1].agent.cells()["agent_games"]
     lines = [
         f"leaderboard: verified agent scores (the grader's own games, {games} a student, mean raw "
         "score; +- the games' spread)",
@@ -105,17 +88,18 @@ def leaderboard_lines(
     for index, (score, row) in enumerate(ranked[:LEADERBOARD_SIZE], start=1):
         if score != last:
             rank, last = index, score
-        who = "" if anonymous else f"{row.get('student', ''):<20}"
-        line = f"{rank:>4}. {who}{score:>8.1f} +- {row.get('agent_std', '')}"
-        if row.get("agent_capped") not in ("", "0"):
-            line += f" ({row['agent_capped']} game(s) capped)"
-        if not anonymous and row.get("agent_flag"):
-            line += f"  [{row['agent_flag']}: claimed {row.get('claimed_score') or '?'}]"
+        cells = row.agent.cells()
+        who = "" if anonymous else f"{row.student:<20}"
+        line = f"{rank:>4}. {who}{score:>8.1f} +- {cells['agent_std']}"
+        if cells["agent_capped"] not in ("", "0"):
+            line += f" ({cells['agent_capped']} game(s) capped)"
+        if not anonymous and cells["agent_flag"]:
+            line += f"  [{cells['agent_flag']}: claimed {cells['claimed_score'] or '?'}]"
         lines.append(line)
     if not anonymous:
         for names in duplicate_agents(rows) if copies is None else copies:
             lines.append(f"same agent weights handed in by: {', '.join(names)}")
-        missing = sum(1 for row in rows if row.get("agent_flag") == "no verified score")
+        missing = sum(1 for row in rows if row.agent and row.agent.flag == "no verified score")
         if missing:
             lines.append(f"no verified score (see each row's notes): {missing} submission(s)")
     return lines

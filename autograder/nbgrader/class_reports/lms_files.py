@@ -32,9 +32,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints
+from autograder.core.course.points import NOT_GRADED_YET, CoursePoints
 from autograder.core.reports.safe_text import csv_cell
-from autograder.nbgrader.class_reports.grades_csv import points_cell
+from autograder.nbgrader.class_reports.grade_row import GradeRow, points_cell
 from autograder.nbgrader.roster import RosterStudent
 
 __all__ = [
@@ -65,7 +65,7 @@ NO_SUBMISSION = "no submission"
 @dataclass(frozen=True)
 class LmsStudent:
     """One student of the LMS files: their roster entry (``None``: not on it) and their row of
-    ``grades.csv`` (``None``: no submission)."""
+    ``grades.csv`` as it is written (``None``: no submission)."""
 
     id: str
     roster: RosterStudent | None
@@ -82,10 +82,10 @@ class LmsStudent:
 
 
 def class_list(
-    rows: Sequence[Mapping[str, str]], roster: Mapping[str, RosterStudent] | None
+    rows: Sequence[GradeRow], roster: Mapping[str, RosterStudent] | None
 ) -> list[LmsStudent]:
     """Every student of the roster and every named row of ``grades.csv``, sorted by id."""
-    by_id = {row["student"]: row for row in rows if row.get("student")}
+    by_id = {row.student: row.cells() for row in rows if row.student}
     ids = sorted(set(by_id) | set(roster or {}))
     return [LmsStudent(s, (roster or {}).get(s), by_id.get(s)) for s in ids]
 
@@ -152,7 +152,7 @@ def _write(table: Sequence[Sequence[str]], path: Path) -> Path:
 
 
 def write_lms_files(
-    rows: Sequence[Mapping[str, str]],
+    rows: Sequence[GradeRow],
     points: CoursePoints,
     roster: Mapping[str, RosterStudent] | None,
     out: Path,

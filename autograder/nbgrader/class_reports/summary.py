@@ -10,25 +10,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from autograder.core.reports.course_points import NOT_GRADED_YET, CoursePoints
+from autograder.core.course.points import NOT_GRADED_YET, CoursePoints
 from autograder.core.reports.grade_result import NOT_RUN
-from autograder.nbgrader.class_reports.change_lines import row_key
-from autograder.nbgrader.class_reports.grades_csv import number_in
+from autograder.nbgrader.class_reports.grade_row import GradeRow, points_cell
 from autograder.nbgrader.submission_times import CANVAS_LATE
 
 __all__ = ["histogram_figure", "matching_lines", "save_histogram", "summary_text"]
 
 
-def summary_text(rows: Sequence[dict[str, str]], points: CoursePoints) -> str:
+def summary_text(rows: Sequence[GradeRow], points: CoursePoints) -> str:
     """Per-part score distribution over the graded rows, and how the totals count."""
-    graded = [row for row in rows if row.get("status") == "graded"]
+    graded = [row for row in rows if row.graded]
     header = (
         f"{'part':<24}{'points':>7}{'mean':>7}{'min':>7}{'median':>8}{'max':>7}{'full marks':>12}"
     )
     lines = [f"{len(graded)} graded submission(s) of {len(rows)} row(s)", header]
     tops = {**points.auto, **points.manual, "total": points.full_marks}
     for key in [*tops]:
-        scores = [v for v in (number_in(row.get(key, "")) for row in graded) if v is not None]
+        scores = [v for v in (row.number(key) for row in graded) if v is not None]
         if not scores:
             if key in points.manual:
                 lines.append(f"{key:<24}{tops[key]:>7g}  {NOT_GRADED_YET} (0 of {len(graded)})")
@@ -47,25 +46,21 @@ def summary_text(rows: Sequence[dict[str, str]], points: CoursePoints) -> str:
     late = [
         row
         for row in rows
-        if row.get("sandboxed") != NOT_RUN
-        and (
-            (number_in(row.get("minutes_late", "")) or 0) > 0
-            or row.get("submitted_from") == CANVAS_LATE
-        )
+        if row.sandboxed != NOT_RUN
+        and ((row.minutes_late or 0) > 0 or row.submitted_from == CANVAS_LATE)
     ]
     if late:
-        named = ", ".join(f"{row_key(row)} ({_lateness(row)})" for row in late)
+        named = ", ".join(f"{row.key} ({_lateness(row)})" for row in late)
         lines.append(f"late: {len(late)} submission(s) after the deadline: {named}")
-    waiting = [row for row in rows if row.get("status") != "graded"]
+    waiting = [row for row in rows if not row.graded]
     if waiting:
         named = ", ".join(
-            f"{row_key(row)} ({str(row.get('status', '')).split(':')[0] or 'no status'})"
-            for row in waiting
+            f"{row.key} ({row.status.split(':')[0] or 'no status'})" for row in waiting
         )
         lines.append(f"not graded: {len(waiting)} row(s), grades.csv says why: {named}")
-    if any(number_in(row.get("late_penalty", "")) for row in graded):
+    if any(row.late_penalty for row in graded):
         lines.append("totals are after the late penalty (grades.csv: raw_total, late_penalty)")
-    if any(row.get(name) == NOT_GRADED_YET for row in graded for name in points.manual):
+    if any(name in row.pending() for row in graded for name in points.manual):
         lines.append("totals leave out part 8 where it is not graded yet")
     return "\n".join(lines)
 
@@ -87,15 +82,14 @@ def matching_lines(submissions: Sequence[Any]) -> list[str]:
     return lines
 
 
-def _lateness(row: dict[str, str]) -> str:
-    if row.get("submitted_from") == CANVAS_LATE and not row.get("minutes_late"):
+def _lateness(row: GradeRow) -> str:
+    if row.submitted_from == CANVAS_LATE and row.minutes_late is None:
         return "late by Canvas, minutes unknown"
-    penalty = number_in(row.get("late_penalty", ""))
-    text = f"{row['minutes_late']} min"
-    return text + (f", late penalty {row['late_penalty']}" if penalty else "")
+    text = f"{row.minutes_late} min"
+    return text + (f", late penalty {points_cell(row.late_penalty)}" if row.late_penalty else "")
 
 
-def histogram_figure(rows: Sequence[dict[str, str]], points: CoursePoints) -> Any:
+def histogram_figure(rows: Sequence[GradeRow], points: CoursePoints) -> Any:
     """A matplotlib figure with one histogram of scores per part, part 8 and the total."""
     import matplotlib
 
@@ -103,14 +97,14 @@ def histogram_figure(rows: Sequence[dict[str, str]], points: CoursePoints) -> An
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    graded = [row for row in rows if row.get("status") == "graded"]
+    graded = [row for row in rows if row.graded]
     tops = {**points.auto, **points.manual, "total": points.full_marks}
     bonus = sum(points.auto[key] for key in points.bonus if key in points.auto)
     columns = min(4, len(tops))
     lines = -(-len(tops) // columns)
     figure, axes = plt.subplots(lines, columns, figsize=(3.2 * columns, 2.6 * lines), squeeze=False)
     for axis, (key, top) in zip(axes.flat, tops.items(), strict=False):
-        scores = [v for v in (number_in(row.get(key, "")) for row in graded) if v is not None]
+        scores = [v for v in (row.number(key) for row in graded) if v is not None]
         upper = top + bonus if key == "total" else top
         axis.hist(scores, bins=10, range=(0, max(upper, 1e-9)))
         title = f"{key} ({'bonus, ' if key in points.bonus else ''}of {top:g})"
@@ -128,7 +122,7 @@ def histogram_figure(rows: Sequence[dict[str, str]], points: CoursePoints) -> An
     return figure
 
 
-def save_histogram(rows: Sequence[dict[str, str]], points: CoursePoints, path: Path) -> Path:
+def save_histogram(rows: Sequence[GradeRow], points: CoursePoints, path: Path) -> Path:
     """:func:`histogram_figure` saved as a PNG; returns ``path``."""
     import matplotlib.pyplot as plt
 

@@ -43,21 +43,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from autograder.core.course.points import CoursePoints
 from autograder.core.intake.collect import Problem, Submission
 from autograder.core.intake.submission_file import agent_file_beside
-from autograder.core.reports.course_points import CoursePoints
 from autograder.core.reports.grade_result import NOT_RUN, GradeResult
 from autograder.nbgrader.class_reports.agent_board import leaderboard_lines
 from autograder.nbgrader.class_reports.agent_records import AgentRecords
-from autograder.nbgrader.class_reports.change_lines import change_lines, row_key
+from autograder.nbgrader.class_reports.change_lines import change_lines
+from autograder.nbgrader.class_reports.grade_row import GradeRow
 from autograder.nbgrader.class_reports.grades_csv import (
     apply_late_penalty,
     csv_columns,
     merge_rows,
-    read_rows,
+    read_class,
     refresh_manual,
     result_row,
-    write_rows,
+    write_class,
 )
 from autograder.nbgrader.class_reports.summary import (
     matching_lines,
@@ -91,7 +92,7 @@ class Written:
     students whose feedback page no longer matches their row (made again from the course): a
     late penalty recorded after their page was made, or an earlier row this run updated."""
 
-    rows: list[dict[str, str]]
+    rows: list[GradeRow]
     changes: list[str]
     summary: str
     remake_feedback: list[str] = field(default_factory=list)
@@ -152,33 +153,34 @@ def write_outputs(
     new_rows = []
     for result in results:
         row = result_row(result, points, when, received.get(result.source, ""))
-        row["file"] = origins.get(result.source, result.source)
+        row.file = origins.get(result.source, result.source)
         extra = notes.get(result.student, [])
         stamp = times.get(result.source)
         if stamp is not None:
-            row["submitted_at"], row["submitted_from"] = stamp.iso(), stamp.source
+            row.submitted_at, row.submitted_from = stamp.iso(), stamp.source
             # A file that never ran (not a notebook) is no submission to be late with: its
             # time says when it came, and the student's readable file will be timed.
-            row["minutes_late"] = stamp.minutes_late(deadline) if result.ran else ""
+            late = stamp.minutes_late(deadline) if result.ran else ""
+            row.minutes_late = int(late) if late else None
             if stamp.source == CANVAS_LATE and result.ran:
                 extra = [*extra, LATE_BY_CANVAS]
         if roster is not None and result.student and result.student not in roster:
             extra = [*extra, NOT_ON_ROSTER]
-        row["notes"] = "; ".join(filter(None, [row["notes"], *extra]))
+        row.notes = "; ".join(filter(None, [row.notes, *extra]))
         new_rows.append(row)
     for problem in problems:
         if problem.student:
             continue
         new_rows.append(
-            {
-                "student": "",
-                "status": f"not graded: {problem.reason}",
-                "sandboxed": NOT_RUN,
-                "file": problem.origin or str(problem.path),
-                "graded_at": when,
-            }
+            GradeRow(
+                student="",
+                status=f"not graded: {problem.reason}",
+                sandboxed=NOT_RUN,
+                file=problem.origin or str(problem.path),
+                graded_at=when,
+            )
         )
-    old, old_columns = read_rows(out / "grades.csv")
+    old, old_columns = read_class(out / "grades.csv", points)
     rows = merge_rows(old, new_rows)
     penalties = apply_late_penalty(rows, late_penalty, points)  # a changed rule: every row
     if db_url is not None:
@@ -189,18 +191,18 @@ def write_outputs(
             )
         record_penalties(db_url, ASSIGNMENT, NOTEBOOK, penalties, next(iter(points.manual), None))
         refresh_manual(rows, points, db_url)
-    graded = {row_key(row) for row in new_rows}
+    graded = {row.key for row in new_rows}
     changes, updated = change_lines(old, rows, graded, points.manual)
     # The pages made while recording came before the penalty; an updated row's page is older.
-    fresh = {row["student"] for row in new_rows if row.get("student")}
+    fresh = {row.student for row in new_rows if row.student}
     remake = sorted(
         {s for s, (value, _) in penalties.items() if s in fresh and value} | set(updated)
     )
     columns = csv_columns(points, rows, old_columns)
-    write_rows(rows, columns, out / "grades.csv")
+    write_class(rows, columns, out / "grades.csv")
     records = AgentRecords(out)
     records.keep(results)
-    graded_rows = [row["student"] for row in rows if row.get("student")]
+    graded_rows = [row.student for row in rows if row.student]
     board = leaderboard_lines(rows, copies=records.copies(graded_rows))
     matching = matching_lines(submissions)
     summary = "\n".join(
@@ -214,7 +216,7 @@ def write_outputs(
     (out / "changes.txt").write_text("\n".join(changes) + "\n", encoding="utf-8")
     with (out / "history.txt").open("a", encoding="utf-8") as log:
         log.write(f"--- {when}\n" + "\n".join(changes) + "\n")
-    if histogram and any(row.get("status") == "graded" for row in rows):
+    if histogram and any(row.graded for row in rows):
         save_histogram(rows, points, out / "scores.png")
     return Written(rows, changes, summary, remake)
 
@@ -268,7 +270,7 @@ def write_reports(
         late_penalty=rule,
     )
     if course is not None and feedback_dir is not None and make_feedback is not None:
-        graded = {row["student"]: row for row in written.rows if row.get("status") == "graded"}
+        graded = {row.student: row for row in written.rows if row.graded}
         Path(feedback_dir).mkdir(parents=True, exist_ok=True)
         for student in [name for name in written.remake_feedback if name in graded]:
             page = Path(feedback_dir) / f"{student}.html"
@@ -277,7 +279,7 @@ def write_reports(
             except RuntimeError as error:  # NbgraderError: the row stands, the page says why
                 row, reason = graded[student], str(error).splitlines()[0]
                 text = plain_feedback_page(
-                    student, float(row["total"]), float(row["max_total"]), {},
+                    student, row.total or 0.0, row.max_total or 0.0, {},
                     f"The full feedback page could not be made ({reason}).",
                 )  # fmt: skip
                 page.write_text(text, encoding="utf-8")

@@ -17,6 +17,8 @@ from traitlets import Bool
 
 __all__ = ["CourseTotals"]
 
+_AUTO_KINDS = ("autograded", "bonus")
+
 
 class CourseTotals(Preprocessor):
     """After nbgrader's ``GetGrades``: the course's totals in ``resources["a2c"]`` (feedback).
@@ -34,6 +36,7 @@ class CourseTotals(Preprocessor):
     def preprocess(
         self, nb: NotebookNode, resources: dict[str, Any]
     ) -> tuple[NotebookNode, dict[str, Any]]:
+        from autograder.core.course.totals import count_total
         from autograder.nbgrader.class_reports.hand_scores import manual_scores
         from autograder.nbgrader.preprocessors.trusted_scores import AGENT_POINTS_KEY
 
@@ -69,16 +72,17 @@ class CourseTotals(Preprocessor):
                 {"name": "agent", "score": min(score, points.agent), "points": points.agent,
                  "kind": "verified agent score"}  # fmt: skip
             )
-        pending = [part["name"] for part in parts if part["score"] is None]
         late = float(meta.get("late_penalty") or 0.0) if meta else 0.0
-        raw = round(sum(part["score"] or 0.0 for part in parts), 6)
+        auto = {part["name"]: part["score"] for part in parts if part["kind"] in _AUTO_KINDS}
+        agent = next((part["score"] for part in parts if part["name"] == "agent"), None)
+        total = count_total(points, auto, hand, agent, late)
         resources["a2c"] = {
-            "score": round(max(0.0, raw - late), 6),
-            "raw_score": raw,
-            "late_penalty": late,
-            "full_marks": points.full_marks,
-            "final": not pending,
-            "pending": pending,
+            "score": total.total,
+            "raw_score": total.raw,
+            "late_penalty": total.late_penalty,
+            "full_marks": total.full_marks,
+            "final": not total.pending,
+            "pending": list(total.pending),
             "parts": parts,
             "explain": points.explain(),
         }
@@ -88,7 +92,7 @@ class CourseTotals(Preprocessor):
 def _release_points(nb: NotebookNode, resources: dict[str, Any]) -> Any:
     """The course's points, from the release notebook of the course being converted (in the
     gradebook, and so in the autograded notebook, the bonus part is worth 0: extra credit)."""
-    from autograder.core.reports.course_points import course_points
+    from autograder.core.course.points import course_points
 
     folder = Path(str(resources.get("metadata", {}).get("path") or "."))
     if len(folder.resolve().parents) > 2:  # <course>/autograded/<student>/<assignment>

@@ -5,9 +5,12 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+from autograder.core.course.limits import Limits
 from autograder.platforms.bundle_contents import (
+    COURSE_NAME,
     KIT_ROOT,
     RELEASE_NAME,
+    course_bytes,
     grading_requirements,
     kit_files,
     release_bytes,
@@ -64,9 +67,10 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes, mode: int) -> None:
     archive.writestr(info, data)
 
 
-def build_zip(out: Path, root: Path = KIT_ROOT) -> list[str]:
-    """Write the autograder zip to ``out``; returns the names in it, ``setup.sh`` and
-    ``run_autograder`` at the top as Gradescope wants them."""
+def build_zip(out: Path, root: Path = KIT_ROOT, limits: Limits | None = None) -> list[str]:
+    """Write the autograder zip to ``out`` (the course with ``limits``, default the declared
+    ones); returns the names in it, ``setup.sh`` and ``run_autograder`` at the top as
+    Gradescope wants them."""
     out = Path(out)
     if out.suffix != ".zip":
         raise ValueError(f"--out must name a .zip file (Gradescope's autograder), got {out}")
@@ -83,6 +87,8 @@ def build_zip(out: Path, root: Path = KIT_ROOT) -> list[str]:
         for name, path in kit_files(root).items():
             _add(archive, name, path.read_bytes(), 0o644)
             names.append(name)
-        _add(archive, RELEASE_NAME, release_bytes(root), 0o644)
-        names.append(RELEASE_NAME)
+        release = release_bytes(root)
+        _add(archive, RELEASE_NAME, release, 0o644)
+        _add(archive, COURSE_NAME, course_bytes(release, limits), 0o644)
+        names += [RELEASE_NAME, COURSE_NAME]
     return names

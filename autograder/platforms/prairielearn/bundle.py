@@ -18,9 +18,12 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.core.course.limits import Limits
 from autograder.platforms.bundle_contents import (
+    COURSE_NAME,
     KIT_ROOT,
     RELEASE_NAME,
+    course_bytes,
     grading_requirements,
     kit_files,
     release_bytes,
@@ -140,11 +143,15 @@ def _earlier_uuid(out: Path) -> str | None:
 
 
 def write_bundle(
-    out: Path, image: str, root: Path = KIT_ROOT, question_uuid: str | None = None
+    out: Path,
+    image: str,
+    root: Path = KIT_ROOT,
+    question_uuid: str | None = None,
+    limits: Limits | None = None,
 ) -> Bundle:
     """Write the bundle into ``out``: a new or empty folder, or an earlier build's, which is
     replaced with its question uuid kept (module docstring). ``question_uuid``: the uuid the
-    course's question already has.
+    course's question already has; ``limits``: the course's (default: the declared ones).
 
     Raises:
         ValueError: the placeholder image, a malformed ``question_uuid`` or one that differs
@@ -181,7 +188,8 @@ def write_bundle(
     }
     for name, path in kit_files(root).items():
         files[f"kit/{name}"] = path.read_bytes()
-    files[f"kit/{RELEASE_NAME}"] = release_bytes(root)
+    files[f"kit/{RELEASE_NAME}"] = release = release_bytes(root)
+    files[f"kit/{COURSE_NAME}"] = course_bytes(release, limits)
     for name, data in files.items():
         target = out / name
         target.parent.mkdir(parents=True, exist_ok=True)

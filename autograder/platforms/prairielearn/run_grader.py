@@ -56,7 +56,7 @@ def prairielearn_results(result: Any) -> dict[str, Any]:
                 "message": row.output.splitlines()[0] if row.output else "",
             }
         )
-    full = result.autograded_max + result.agent_max  # the agent's points, when the course gives some
+    full = result.points.graded_here  # the agent's points, when the course gives some
     graded = result.status == "graded"
     score = min(1.0, result.total / full) if graded and full > 0 else 0.0
     results = {

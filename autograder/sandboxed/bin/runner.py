@@ -212,7 +212,7 @@ class Supervisor:
 
     def __init__(self, job, start_executor, channel, first=None):
         self.job, self.start_executor, self.channel = job, start_executor, channel
-        self.budget = float(job.get("budget_seconds") or job["cell_seconds"])
+        self.budget = float(job.get("budget_seconds") or job["timeout"])
         self.deadline = time.monotonic() + self.budget
         self.scale = float(job.get("time_scale", 1.0))
         self.done_cells = []  # (source, seconds) of the cells that finished: replayed after a kill
@@ -228,7 +228,7 @@ class Supervisor:
     def spent(self):
         return GiveUp(
             f"the notebook used up its grading time ({self.budget:g} s: one cell limit of "
-            f"{self.job['cell_seconds']:g} s and a reserve for the rest)"
+            f"{self.job['timeout']:g} s and a reserve for the rest)"
         )
 
     def restart(self):
@@ -254,18 +254,18 @@ class Supervisor:
 
     def run_cell(self, cell):
         start = time.monotonic()
-        limit = self.left(self.job["cell_seconds"])
+        limit = self.left(self.job["timeout"])
         if limit <= 0:
             raise self.spent()
         what = (
-            f"ran past the {self.job['cell_seconds']:g} s limit"
-            if limit >= self.job["cell_seconds"]
+            f"ran past the {self.job['timeout']:g} s limit"
+            if limit >= self.job["timeout"]
             else "was stopped: the notebook used up its grading time"
         )
         self.executor.send({"op": "run", "source": cell["source"]})
         reply = self.executor.reply(limit)
         restart = False
-        overran = reply == "timeout" and limit >= self.job["cell_seconds"]
+        overran = reply == "timeout" and limit >= self.job["timeout"]
         if reply == "timeout":
             self.executor.interrupt()
             reply = self.executor.reply(INTERRUPT_GRACE * self.scale)
@@ -293,7 +293,7 @@ class Supervisor:
             self.overruns += 1
             if self.overruns >= MAX_OVERRUNS:  # no replay: nothing more of the notebook runs
                 raise GiveUp(
-                    f"{self.overruns} cells ran past the {self.job['cell_seconds']:g} s limit"
+                    f"{self.overruns} cells ran past the {self.job['timeout']:g} s limit"
                 )
         if restart:
             self.restart()

@@ -1,10 +1,10 @@
 """The points of a course's graded cells, and full marks made from them.
 
 Read from an nbgrader notebook's cell metadata (the release or the source), and the verified
-agent's points from its notebook-level settings (``a2c.agent``,
-:mod:`autograder.core.reports.agent_settings`); used by the reports
-(:mod:`autograder.nbgrader.class_reports`), the export and the feedback step alike, so that every
-total is counted one way.
+agent's points from its notebook-level settings (``a2c.agent``, :mod:`.agent`); used by the
+reports (:mod:`autograder.nbgrader.class_reports`), the export, the feedback step and the
+platforms alike: full marks are counted here and nowhere else, a student's total by
+:mod:`.totals`. The bonus parts are the course's (:data:`solutions.parts.BONUS_PARTS`).
 """
 
 from __future__ import annotations
@@ -33,18 +33,27 @@ class CoursePoints:
     agent: float = 0.0
 
     @property
+    def autograded(self) -> float:
+        """The autograded parts' points without the bonus."""
+        return round(sum(points for key, points in self.auto.items() if key not in self.bonus), 6)
+
+    @property
+    def graded_here(self) -> float:
+        """What the grader gives by itself: :attr:`autograded` and the agent's points (a
+        platform's full marks: it leaves the hand-graded part to its own staff)."""
+        return round(self.autograded + self.agent, 6)
+
+    @property
     def full_marks(self) -> float:
         """Autograded points without the bonus, plus the hand-graded points and the agent's."""
-        core = sum(points for key, points in self.auto.items() if key not in self.bonus)
-        return core + sum(self.manual.values()) + self.agent
+        return round(self.graded_here + sum(self.manual.values()), 6)
 
     def columns(self) -> list[str]:
         return [*self.auto, *self.manual]
 
     def explain(self) -> str:
         """``"full marks 15 = 12 autograded + 3 by hand (discussion); bonus gae: up to 2 more"``."""
-        core = sum(points for key, points in self.auto.items() if key not in self.bonus)
-        text = f"full marks {self.full_marks:g} = {core:g} autograded"
+        text = f"full marks {self.full_marks:g} = {self.autograded:g} autograded"
         if self.manual:
             names = ", ".join(self.manual)
             text += f" + {sum(self.manual.values()):g} graded by hand ({names}, part 8)"
@@ -77,7 +86,7 @@ def course_points(notebook: Any) -> CoursePoints:
 def _agent_points(notebook: Any) -> float:
     """The points the course's settings give the verified agent (0 when it is not played, has
     no points, or the settings are wrong: grading refuses those at its start)."""
-    from autograder.core.reports.agent_settings import agent_settings
+    from autograder.core.course.agent import agent_settings
 
     try:
         settings = agent_settings(notebook)

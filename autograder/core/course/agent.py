@@ -1,7 +1,7 @@
 """The course's choices for the verified agent score (``a2c.agent`` in the source notebook's
 metadata): whether the grader plays the saved agent, and the points it may earn.
 
-Here, beside the course's points (:mod:`.course_points`, which counts the agent's points in full
+Here, beside the course's points (:mod:`.points`, which counts the agent's points in full
 marks), so that the reports read the settings without the agent's player; the player's side
 (:mod:`autograder.core.agent_play.settings`) documents each setting and uses the same ones.
 """

@@ -414,3 +414,29 @@ def test_where_no_template_is_had_the_run_starts_before_the_grader_needs_it(monk
     done = grader.assess((ROOT / "solutions" / "a2c.ipynb").read_bytes(), "ref").result
     assert not early_start._pending, "the grading did not take the run started early"
     assert (done.status, done.total, done.isolation) == ("graded", 14.0, "bubblewrap"), done.notes
+
+
+def test_a_run_started_early_takes_only_a_job_of_its_own_terms():
+    """A run started early with one environment and limits never runs a job that asks for
+    others (a course's own memory limit, more threads): it ends unused, having read an empty
+    job, and the caller starts its own; a job of the same terms (its CPU cap aside) is fed."""
+    from autograder.core.isolation import early_start
+    from autograder.core.isolation.contract import SandboxLimits
+
+    def run(job):
+        read, write = os.pipe()
+        job.write(write)  # closes it once written
+        with os.fdopen(read, "rb") as pipe:
+            return pipe.read()
+
+    env, key = job_env(1), f"terms-{os.getpid()}"
+    for asked_env, asked_limits, fed in (
+        (job_env(2), DEFAULT_LIMITS, False),
+        (env, SandboxLimits(memory_bytes=1024**3), False),
+        (env, SandboxLimits(cpu_seconds=99.0), True),
+    ):
+        early_start.start_early(key, run, env, DEFAULT_LIMITS)
+        job, future, _ = early_start._pending[key]
+        given = early_start.give(key, b"the job", 60.0, asked_env, asked_limits)
+        assert given == (b"the job" if fed else None)
+        assert future.result(timeout=10) == (b"the job" if fed else b"")

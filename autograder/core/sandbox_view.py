@@ -168,6 +168,8 @@ def warm_start(limits: Any = None) -> threading.Thread:
                 lambda job: modes.run_isolated(
                     job_argv(), view.readonly, job_env(), job, JobInput.WAIT_SECONDS, limits
                 ),
+                job_env(),
+                limits,
                 clean_up=[folder],
             )
         except Exception:  # noqa: BLE001 - the grading then starts its sandbox as before

@@ -14,9 +14,10 @@ nobody takes ends at the process's exit, or after :data:`.supervision.JobInput.W
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import shutil
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -25,17 +26,26 @@ from autograder.core.isolation.supervision import JobInput
 
 __all__ = ["give", "start_early", "take"]
 
-_pending: dict[str, tuple[JobInput, Future]] = {}
+_pending: dict[str, tuple[JobInput, Future, tuple]] = {}
 _lock = threading.Lock()
+
+
+def _terms(env: Mapping[str, str], limits: SandboxLimits) -> tuple:
+    """What a run is started with and a job must find as it asked: its environment and its
+    limits (the CPU cap aside: it comes with the job)."""
+    return tuple(sorted(env.items())), dataclasses.replace(limits, cpu_seconds=None)
 
 
 def start_early(
     key: str,
     run: Callable[[JobInput], SandboxResult],
+    env: Mapping[str, str],
+    limits: SandboxLimits,
     clean_up: Sequence[Path] = (),
 ) -> None:
-    """Start ``run(job)`` (an isolation mode's run, fed :class:`JobInput` ``job``) in a thread,
-    for the view ``key``; ``clean_up``: folders removed once it has ended."""
+    """Start ``run(job)`` (an isolation mode's run with the job's ``env`` and ``limits``, fed
+    :class:`JobInput` ``job``) in a thread, for the view ``key``; ``clean_up``: folders
+    removed once it has ended."""
     job, future = JobInput(), Future()
 
     def body() -> None:
@@ -50,25 +60,34 @@ def start_early(
     with _lock:
         if key in _pending:
             return
-        _pending[key] = (job, future)
+        _pending[key] = (job, future, _terms(env, limits))
     threading.Thread(target=body, daemon=True, name="a2c-early-run").start()
 
 
-def take(key: str) -> tuple[JobInput, Future] | None:
+def take(key: str) -> tuple[JobInput, Future, tuple] | None:
     """The run started early for the view ``key``, once (``None`` when there is none)."""
     with _lock:
         return _pending.pop(key, None)
 
 
 def give(
-    key: str, stdin: bytes, wall_seconds: float, limits: SandboxLimits
+    key: str,
+    stdin: bytes,
+    wall_seconds: float,
+    env: Mapping[str, str],
+    limits: SandboxLimits,
 ) -> SandboxResult | None:
     """Feed the run started early for ``key`` its job and wait for its end; ``None`` when there
-    is none, or it ended before its job came (the caller then starts one)."""
+    is none, it ended before its job came, or it was started with another environment or
+    other limits than the job's (the course's own: it is ended unused), and the caller then
+    starts one."""
     taken = take(key)
     if taken is None:
         return None
-    job, future = taken
+    job, future, terms = taken
+    if terms != _terms(env, limits):
+        job.withdraw()  # it reads an empty job and ends, having run nothing
+        return None
     if future.done():
         return None  # it could not start, or waited too long: nothing of the job ran
     job.give(stdin, wall_seconds, limits.cpu_seconds)
@@ -80,5 +99,5 @@ def _withdraw_all() -> None:
     with _lock:
         pending = list(_pending.values())
         _pending.clear()
-    for job, _ in pending:
+    for job, _, _ in pending:
         job.withdraw()

@@ -32,7 +32,7 @@ from autograder.core.isolation.contract import (
     SandboxResult,
     SandboxUnavailable,
 )
-from autograder.core.isolation.supervision import CHANNEL_VARIABLE
+from autograder.core.isolation.supervision import CHANNEL_VARIABLE, JobInput
 
 __all__ = ["BUBBLEWRAP", "CONTAINER", "ISOLATION_VARIABLE", "require_isolation", "run_isolated"]
 
@@ -68,7 +68,7 @@ def run_isolated(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
-    stdin: bytes,
+    stdin: bytes | JobInput,
     wall_seconds: float,
     limits: SandboxLimits = DEFAULT_LIMITS,
     isolate: bool = True,
@@ -82,7 +82,7 @@ def run_isolated(
     if not isolate:
         return unsandboxed.run_unsandboxed(argv, readonly, env, stdin, wall_seconds, limits)
     if warm is not None:  # a run started before its job (:mod:`.early_start`)
-        ran = early_start.give(warm.key, stdin, wall_seconds, limits)
+        ran = early_start.give(warm.key, stdin, wall_seconds, env, limits)
         if ran is not None:
             return ran
     if require_isolation() == CONTAINER:

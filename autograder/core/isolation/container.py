@@ -20,7 +20,7 @@ resource limits can give, with no namespace and no mount:
   grader's memory; the job, with the cases alone, comes on standard input.
 * **What it may read.** The Python environment (it must be reachable by every user: refused
   otherwise) and copies of the grader's view (``course_lib``'s snapshot, the grading runtime,
-  the two scripts) in a folder of root's. No Python folder may be writable by that user
+  the scripts that run a job) in a folder of root's. No Python folder may be writable by that user
   (checked once per grader process, :func:`check_environment`).
 * **Landlock**, where the kernel has it and the container's seccomp profile lets it through
   (:mod:`autograder.sandboxed.bin.landlock`): the job reads only the system folders, Python and the copies

@@ -317,6 +317,37 @@ def test_a_student_cannot_signal_trace_or_reach_the_template(template):
     assert again[0]["ok"], again
 
 
+def test_a_forked_student_sees_the_environment_and_arguments_of_a_fresh_one(template, tmp_path):
+    """What a student's code can read of how it is run (its environment, ``sys.argv``, its
+    working folder) is the same forked from the template as started afresh: nothing tells
+    one from the other, nor names the channel (a scripted agent once keyed on that)."""
+    from autograder.core.isolation.bubblewrap import run_bubblewrap
+    from autograder.core.sandbox_view import job_argv
+
+    cell = """
+    import json, os, sys
+    print("SEEN " + json.dumps([dict(os.environ), sys.argv, os.getcwd()]), flush=True)
+    """
+    _, forked_log = _student(template, cell)
+    view = write_view(tmp_path / "view")
+    job = {"cells": [{"index": 0, "source": textwrap.dedent(cell), "part": None, "name": None}],
+           "steps": {}, "time_scale": 3.0, "timeout": 60.0, "budget_seconds": 60.0,
+           "wall_factor": 2.0}  # fmt: skip
+    fresh = run_bubblewrap(job_argv(), view.readonly, job_env(), json.dumps(job).encode(), 300)
+
+    def seen(output):
+        line = next(line for line in output.splitlines() if line.startswith("SEEN "))
+        return json.loads(line.removeprefix("SEEN "))
+
+    forked, started = seen(forked_log), seen(fresh.output)
+    assert forked[1:] == started[1:]
+    names = set(forked[0]) | set(started[0])
+    differ = {n: (forked[0].get(n), started[0].get(n)) for n in names
+              if forked[0].get(n) != started[0].get(n)}  # fmt: skip
+    assert not differ, differ
+    assert "A2C_CHANNEL_FD" not in seen(forked_log)[0]
+
+
 def test_students_of_one_template_run_at_once_apart(template):
     """Two students at the same time: each sees only itself (its /proc, its /tmp)."""
     import threading

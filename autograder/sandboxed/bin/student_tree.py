@@ -51,7 +51,11 @@ import landlock
 import runner
 import seccomp
 
-__all__ = ["REPLY_FD", "fork_student"]
+__all__ = ["IMPORTED_ENVIRONMENT", "REPLY_FD", "fork_student"]
+
+#: What the template's imports changed in its environment (``None``: removed), set again in
+#: each student's, where a fresh executor's own imports would have set it.
+IMPORTED_ENVIRONMENT: dict = {}
 
 REPLY_FD = 4  #: where an executor forked here writes its replies
 _CHANNEL_FD = 3
@@ -167,9 +171,16 @@ def _runner(request: dict, runtime: tuple) -> None:
     confinement.not_dumpable()
     os.chdir(fences["scratch"])
     os.environ.clear()
-    os.environ.update(request["env"])
+    os.environ.update(request["env"], PWD=fences["scratch"])
+    for name, value in IMPORTED_ENVIRONMENT.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    # Before the job is read, and before the channel is named in the environment: the spare
+    # (and so every executor) holds neither, as a fresh executor does not.
+    spare = Spare(request, runtime)
     os.environ[runner.CHANNEL_VARIABLE] = str(_CHANNEL_FD)
-    spare = Spare(request, runtime)  # before the job is read: the spare never holds it
     code = runner.supervise_job(lambda: runner.ForkedExecutor(spare))
     sys.stdout.flush()
     sys.stderr.flush()

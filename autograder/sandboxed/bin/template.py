@@ -96,11 +96,20 @@ def main(control_fd: str, settings: str) -> int:
         os.environ[name] = "1"
     control = socket.socket(fileno=int(control_fd))
     control.set_inheritable(False)
+    before = dict(os.environ)
     try:
         runtime = prepare(json.loads(settings)["modules"])
     except Exception as error:  # noqa: BLE001 - the grader then starts each student afresh
         _send(control, {"op": "failed", "error": f"{type(error).__name__}: {error}"[:2000]})
         return 1
+    # What the imports set in the environment (a library's own folder on LD_LIBRARY_PATH, its
+    # settings), which a fresh executor's imports set too: each student's gets it again.
+    student_tree.IMPORTED_ENVIRONMENT.update(
+        {name: value for name, value in os.environ.items() if before.get(name) != value}
+    )
+    student_tree.IMPORTED_ENVIRONMENT.update(
+        {name: None for name in before if name not in os.environ}
+    )
     if _threads() != 1:  # a process with threads must not fork
         _send(control, {"op": "failed", "error": f"{_threads()} threads after the imports"})
         return 1

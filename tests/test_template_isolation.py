@@ -348,6 +348,32 @@ def test_a_forked_student_sees_the_environment_and_arguments_of_a_fresh_one(temp
     assert "A2C_CHANNEL_FD" not in seen(forked_log)[0]
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="a student's memory cgroup needs a root grader")
+def test_what_a_student_writes_in_memory_is_capped_by_its_own_cgroup(template):
+    """A root grader's students write their folders into ramfs (no mount option names a host
+    user id) charged to their own memory cgroup: writing past the run's memory ends that
+    student's run, not the template, and the next student runs."""
+    from autograder.core.isolation.contract import SandboxLimits
+
+    small = SandboxLimits(memory_bytes=192 * 1024**2)
+    job = {"cells": [{"index": 0, "part": None, "name": None, "source": textwrap.dedent("""
+    import os, re
+    owners = set(re.findall(r"[ug]id=(\\d+)", open("/proc/self/mountinfo").read()))
+    assert owners <= {"0", "65534"}, owners  # no host user id in a mount's options
+    block = os.urandom(1 << 20) * 16
+    for number in range(24):  # 384 MiB in files of 16 MiB, twice the run's memory
+        with open(f"/tmp/fill{number}", "wb") as file:
+            file.write(block)
+    print("WROTE IT ALL", flush=True)
+    """)}], "steps": {}, "time_scale": 3.0, "timeout": 60.0, "budget_seconds": 60.0,
+           "wall_factor": 2.0}  # fmt: skip
+    ran = template.run(job_env(), json.dumps(job).encode(), 300, small)
+    assert "WROTE IT ALL" not in ran.output, ran.output[-2000:]
+    assert template.alive
+    again, _ = _student(template, "assert 1 + 1 == 2")
+    assert again[0]["ok"], again
+
+
 def test_students_of_one_template_run_at_once_apart(template):
     """Two students at the same time: each sees only itself (its /proc, its /tmp)."""
     import threading

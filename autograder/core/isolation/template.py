@@ -313,6 +313,8 @@ class Template:
         # The run wrapper's fourth way to start a run: no user id of its own (the template's),
         # its own cgroup and pipes, given back once every process of the student has ended.
         with RunScope(limits) as run:
+            assert run.cgroup is not None
+            request["limits"]["memory_capped"] = run.cgroup.active  # see student_tree.py
             try:
                 outcome = run.supervise(start, _GO + stdin, wall_seconds, stop)
             finally:

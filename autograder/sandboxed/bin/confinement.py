@@ -5,7 +5,7 @@ any byte of a submission, in the order :mod:`student_tree` gives:
 
 * :func:`enter_namespaces`: new user, mount, PID, IPC, network, UTS and cgroup namespaces, the
   process's own user and group ids mapped to themselves (no other id exists there);
-* :func:`read_only_mounts`, :func:`mount_tmpfs`, :func:`mount_proc`: every file system the
+* :func:`read_only_mounts`, :func:`mount_in_memory`, :func:`mount_proc`: every file system the
   template sees becomes read-only in the student's mount namespace, and the student's working
   folder, ``/tmp`` and ``/dev/shm`` are new in-memory file systems of its own, so nothing one
   student writes is there for the next;
@@ -29,7 +29,7 @@ __all__ = [
     "enter_namespaces",
     "loopback_up",
     "mount_proc",
-    "mount_tmpfs",
+    "mount_in_memory",
     "no_new_privileges",
     "private_mounts",
     "read_only_mounts",
@@ -148,9 +148,17 @@ def read_only_mounts() -> list[str]:
     return done
 
 
-def mount_tmpfs(target: str, size: int, mode: str, folders: tuple[str, ...] = ()) -> None:
-    """A new in-memory file system of ``size`` bytes at ``target``, with ``folders`` in it."""
-    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode},size={size}")
+def mount_in_memory(
+    target: str, size: int | None, mode: str, folders: tuple[str, ...] = ()
+) -> None:
+    """A new in-memory file system at ``target``, with ``folders`` in it: a ``tmpfs`` of
+    ``size`` bytes, or with ``size`` ``None`` a ``ramfs``, bounded only by the memory cgroup
+    its writer is charged to. A ``tmpfs`` made in a user namespace names its owner's user id
+    on the host in the mount table (``uid=``); a ``ramfs`` names none."""
+    if size is None:
+        _mount("ramfs", target, "ramfs", MS_NOSUID | MS_NODEV, f"mode={mode}")
+    else:
+        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode},size={size}")
     for name in folders:
         os.mkdir(os.path.join(target, name), 0o755)
 

@@ -162,10 +162,15 @@ def _runner(request: dict, runtime: tuple) -> None:
     limits, fences = request["limits"], request["fences"]
     confinement.private_mounts()
     confinement.read_only_mounts()
-    confinement.mount_tmpfs(fences["scratch"], int(limits["scratch_bytes"]), "0755", ("home",))
-    confinement.mount_tmpfs("/tmp", int(limits["tmp_bytes"]), "1777")
+    # Where the student's memory cgroup caps everything it writes (a grader started as root),
+    # its folders are ramfs, whose mount options name no host user id (a tmpfs made here would:
+    # uid=<the template's user id on the host>); elsewhere tmpfs of today's sizes.
+    capped = bool(limits.get("memory_capped"))
+    scratch, tmp = (None, None) if capped else (int(limits["scratch_bytes"]), int(limits["tmp_bytes"]))
+    confinement.mount_in_memory(fences["scratch"], scratch, "0755", ("home",))
+    confinement.mount_in_memory("/tmp", tmp, "1777")
     if os.path.isdir("/dev/shm"):
-        confinement.mount_tmpfs("/dev/shm", int(limits["tmp_bytes"]), "1777")
+        confinement.mount_in_memory("/dev/shm", tmp, "1777")
     confinement.mount_proc()
     confinement.loopback_up()
     confinement.not_dumpable()

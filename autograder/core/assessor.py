@@ -37,9 +37,6 @@ because of a submission: its :class:`~autograder.core.reports.grade_result.Grade
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import os
-import shutil
 import sys
 import threading
 import time
@@ -69,9 +66,8 @@ from autograder.core.isolation import (
     require_isolation,
     run_isolated,
 )
-from autograder.core.isolation.job_view import SCRATCH
-from autograder.core.isolation.python_layout import PYTHON, PYTHON_BIN
 from autograder.core.isolation.redaction import Redactor
+from autograder.core.isolation.template import Warm
 from autograder.core.isolation.unsandboxed import require_unsandboxed_user
 from autograder.core.judging import make_plan, new_seed, prepare_references
 from autograder.core.judging.channel import Channel, read_channel
@@ -79,26 +75,20 @@ from autograder.core.judging.parts import PART_NAMES
 from autograder.core.judging.run_outcome import cell_notes, run_status, score_parts
 from autograder.core.package_digest import package_files
 from autograder.core.reports.grade_result import GradeResult, PartScore
+from autograder.core.sandbox_view import job_argv, job_env, setup_modules, write_view
 from autograder.sandboxed.grading_runtime import record as records
 from course_lib.evaluation import GRADER_PROTOCOL
 
 __all__ = ["Assessment", "Assessor"]
 
-IN_SANDBOX = Path(__file__).resolve().parents[1] / "sandboxed" / "bin"
-#: The grading runtime (probes, records, harness): shown to the sandbox as ``grading_runtime``.
-RUNTIME_DIR = Path(records.__file__).resolve().parent
-#: The packages the sandboxed notebook imports, snapshotted when an assessor is made.
-SANDBOX_PACKAGES = ("course_lib",)
 #: The sandbox's wall clock: the runner's budget plus this, for start-up and kills.
 WALL_MARGIN = 60.0
 WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times its CPU limit
 #: What a run's start takes (the sandbox, Python, IPython and torch imported), for its CPU cap.
 START_SECONDS = 30.0
-_GRADER_DIR = "/grader"
 #: Judging draws on torch's global random state (fixtures are built from seeds), so parallel
 #: gradings judge one at a time.
 _JUDGE_LOCK = threading.Lock()
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.ipynb")
 
 
 @dataclass
@@ -117,17 +107,6 @@ class Assessment:
         return cls(GradeResult.from_plain(data["result"]), str(data.get("notebook", "")))
 
 
-def _snapshot(dest: Path) -> None:
-    """What the sandbox imports: ``course_lib`` as installed, and the grading runtime."""
-    for package in SANDBOX_PACKAGES:
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
-            raise ModuleNotFoundError(f"{package} is not installed: pip install -e . first")
-        source = Path(list(spec.submodule_search_locations)[0])
-        shutil.copytree(source, dest / package, ignore=_IGNORED)
-    shutil.copytree(RUNTIME_DIR, dest / "grading_runtime", ignore=_IGNORED)
-
-
 class Assessor:
     """Runs and judges submissions against one release notebook (see the module docstring).
 
@@ -135,7 +114,8 @@ class Assessor:
         release: the release notebook (a path or a read notebook): which cells are autograded,
             and their points; a submission is repaired against it.
         workdir: an empty or new folder for what the sandbox is shown (the ``course_lib``
-            snapshot, the grading runtime, the two scripts that run a job).
+            snapshot, the grading runtime, the scripts that run a job:
+            :func:`~autograder.core.sandbox_view.write_view`).
         course: the course (:class:`~autograder.core.course.settings.Course`: the parts'
             points, the agent's settings, every limit), read once where grading starts; by
             default the release's, with the declared limits.
@@ -145,6 +125,8 @@ class Assessor:
         timeout: the per-cell time limit (``cell.timeout``), instead of the course's.
         private_folders: more host folders whose paths never reach a student (the grader's
             course, the solution's folder); ``workdir`` is one already.
+        warm: fork each student's sandbox from this process's template where one can be had
+            (:mod:`autograder.core.isolation.template`); ``False``: every run starts afresh.
     """
 
     def __init__(
@@ -155,6 +137,7 @@ class Assessor:
         isolate: bool = True,
         private_folders: Sequence[Path] = (),
         timeout: float | None = None,
+        warm: bool = True,
     ) -> None:
         if not isinstance(release, nbformat.NotebookNode):
             release = nbformat.read(Path(release), as_version=4)
@@ -187,10 +170,15 @@ class Assessor:
         self._names = {part: PART_NAMES[part] for part in self.points}
         # Every path absolute: gradings run in parallel threads, whatever the working directory.
         self.workdir = Path(workdir).resolve()
-        self.lib, self._bin = self.workdir / "lib", self.workdir / "bin"
-        _snapshot(self.lib)
-        shutil.copytree(IN_SANDBOX, self._bin, ignore=_IGNORED)
+        self.view = write_view(self.workdir)
+        self.lib = self.view.lib
         self._lib_digest = tree_digest(self.lib)
+        #: how a run starts: forked from the process's template for this view (None: afresh)
+        self.warm = (
+            Warm(self.view.key, self.view.bin_inside, tuple(setup_modules(release)))
+            if warm
+            else None
+        )
         self._redactor = Redactor([self.workdir, *private_folders])
 
     @property
@@ -217,35 +205,19 @@ class Assessor:
             "budget_seconds": budget,
             "wall_factor": WALL_CLOCK_FACTOR,
         }
-        env = {
-            "PATH": os.pathsep.join([PYTHON_BIN, "/usr/bin", "/bin"]),
-            "HOME": f"{SCRATCH}/home",
-            "TMPDIR": "/tmp",
-            "LANG": "C.UTF-8",
-            "PYTHONPATH": f"{_GRADER_DIR}/lib",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "A2C_KIT_QUICK": "1",
-            "NBGRADER_EXECUTION": "autograde",
-            "MPLBACKEND": "Agg",
-            **{name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")},
-        }
-        argv = [
-            PYTHON,
-            f"{_GRADER_DIR}/bin/runner.py",
-            f"{_GRADER_DIR}/bin/executor.py",
-        ]
-        readonly = {f"{_GRADER_DIR}/bin": self._bin, f"{_GRADER_DIR}/lib": self.lib}
+        env = job_env(threads)
         limits = self.limits.sandbox
         if limits.cpu_seconds is None:  # every process it starts counted (isolation.cpu_meter)
             limits = dataclasses.replace(limits, cpu_seconds=self.cpu_cap(budget, threads))
         return run_isolated(
-            argv,
-            readonly,
+            job_argv(),
+            self.view.readonly,
             env,
             records.dumps(job).encode(),
             min(self.limits.notebook.wall_seconds, budget + WALL_MARGIN),
             limits=limits,
             isolate=self.isolate,
+            warm=self.warm,
         )
 
     @staticmethod

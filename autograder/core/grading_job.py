@@ -23,11 +23,9 @@ from typing import Any
 from nbformat import NotebookNode
 
 from autograder.core.intake.repair import grade_id, graded_part
+from autograder.core.sandbox_view import SETUP_CELLS
 
 __all__ = ["SETUP_CELLS", "job_cells"]
-
-#: Locked cells of the release that the graded parts rely on (imports, course helpers).
-SETUP_CELLS = ("setup", "imports", "course_imports")
 
 
 def job_cells(nb: NotebookNode, names: dict[str, str]) -> list[dict[str, Any]]:

@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from autograder.core.isolation.cgroups import Cgroup
 from autograder.core.isolation.contract import (
     DEFAULT_LIMITS,
     SandboxLimits,
@@ -59,13 +60,22 @@ from autograder.core.isolation.python_layout import (
 from autograder.core.isolation.run_scope import RunScope
 from autograder.core.isolation.supervision import (
     CHANNEL_VARIABLE,
+    JobInput,
     apply_limits,
     in_sandbox_limits,
     through_root_launcher,
     write_all,
 )
 
-__all__ = ["bwrap_works", "require_sandbox", "run_bubblewrap"]
+__all__ = [
+    "bubblewrap_popen",
+    "bwrap_works",
+    "job_environment",
+    "kill_group",
+    "limits_note",
+    "require_sandbox",
+    "run_bubblewrap",
+]
 
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")  #: bound from the host (root)
 DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
@@ -223,11 +233,94 @@ def root_tree(
     }
 
 
+def kill_group(process: subprocess.Popen) -> None:
+    """End bubblewrap's whole group (inside it, its PID namespace already ends everything)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def job_environment(view: Layout, env: Mapping[str, str]) -> dict[str, str]:
+    """The job's whole environment: ``env`` over what the sandbox's Python needs (``view``),
+    their import paths joined."""
+    whole = {**view.env, **env}
+    if "PYTHONPATH" in view.env and "PYTHONPATH" in env:
+        whole["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + view.env["PYTHONPATH"]
+    return whole
+
+
+def bubblewrap_popen(
+    argv: Sequence[str],
+    readonly: Mapping[str, Path],
+    env: Mapping[str, str],
+    run: RunScope,
+    keep: list[int],
+) -> dict[str, Any]:
+    """:class:`subprocess.Popen`'s arguments (but the pipes) that start ``argv`` in a new
+    sandbox for ``run`` (see :func:`run_bubblewrap` for the arguments): where ``run`` has a
+    user id and staging folder of its own (a grader started as root), the launcher builds the
+    sandbox's tree there first (:mod:`.root_launcher`) and bubblewrap runs as that user;
+    ``keep`` gets the descriptors the command must inherit."""
+    limits = run.limits
+    view = layout(SYSTEM_DIRS)
+    env = job_environment(view, env)
+    shown = {inside: str(Path(outside).resolve()) for inside, outside in readonly.items()}
+    root = None
+    launch: dict[str, Any] | None = None
+    if run.staging is not None and run.uid is not None:
+        root = str(run.staging / "root")
+        launch = {"root": root, "uid": run.uid, "binds": [], "copies": []}
+        launch.update(root_tree(view, shown, limits, run.uid))
+    if launch is None:  # not root: the task limit inside the sandbox's user namespace
+        argv = in_sandbox_limits(limits, PYTHON, list(argv))
+    args = sandbox_args(view, shown, env, limits, keep, root)
+    args_read, args_write = os.pipe()
+    keep.append(args_read)
+    # bubblewrap is the sandbox's process 1: its command line and environment name nothing of
+    # the host (its options come from a pipe)
+    bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
+    executable = shutil.which("bwrap") or "bwrap"
+    if launch is None:
+        command = bwrap
+    else:
+        launch["executable"] = executable
+        command = through_root_launcher(launch, bwrap, keep)
+        executable = sys.executable
+    threading.Thread(
+        target=write_all,
+        args=(args_write, b"\0".join(a.encode() for a in args) + b"\0"),
+        daemon=True,
+    ).start()
+    cgroup, per_user = run.cgroup, launch is not None
+    return {
+        "args": command,
+        "executable": executable,
+        "cwd": "/",
+        "env": {"PATH": "/usr/bin:/bin"},
+        "preexec_fn": lambda: apply_limits(limits, cgroup, per_user=per_user),
+    }
+
+
+def limits_note(cgroup: Cgroup | None, limits: SandboxLimits) -> str:
+    """What held of ``limits``: a cgroup for the whole run, or per-process limits only."""
+    if cgroup is not None and cgroup.active:
+        return (
+            f"cgroup: {limits.memory_bytes / 1024**3:g} GiB memory and {limits.processes} tasks "
+            "for the whole run"
+        )
+    return (
+        "no cgroup (the grader is not root, or no writable memory and pids cgroup): memory "
+        f"is limited per process ({limits.address_space_bytes / 1024**3:g} GiB), /tmp and "
+        "the working folder by their size"
+    )
+
+
 def run_bubblewrap(
     argv: Sequence[str],
     readonly: Mapping[str, Path],
     env: Mapping[str, str],
-    stdin: bytes,
+    stdin: bytes | JobInput,
     wall_seconds: float,
     limits: SandboxLimits = DEFAULT_LIMITS,
 ) -> SandboxResult:
@@ -237,6 +330,7 @@ def run_bubblewrap(
         readonly: folders to show read-only, ``{path inside: path outside}``.
         env: the whole environment of the command (nothing else is inherited); the channel's
             file descriptor is added as ``A2C_CHANNEL_FD``.
+        stdin: the job, or a :class:`~.supervision.JobInput` given once the run has started.
         wall_seconds: the command and everything it started is killed after this long.
 
     Raises :class:`~.contract.SandboxUnavailable` when bubblewrap cannot start.
@@ -247,62 +341,9 @@ def run_bubblewrap(
     # autograder/core/isolation/root_launcher.py), where that user can reach it.
     as_root = os.getuid() == 0
     with RunScope(limits, staging=("stage", 0o755) if as_root else None) as run:
-        keep = run.pipes.keep
         env = {**env, CHANNEL_VARIABLE: str(run.pipes.channel_write)}
-        view = layout(SYSTEM_DIRS)
-        env = {**view.env, **env}
-        if "PYTHONPATH" in view.env and "PYTHONPATH" in env:
-            env["PYTHONPATH"] += os.pathsep + view.env["PYTHONPATH"]
-        shown = {inside: str(Path(outside).resolve()) for inside, outside in readonly.items()}
-        root = None
-        launch: dict[str, Any] | None = None
-        if run.staging is not None and run.uid is not None:
-            root = str(run.staging / "root")
-            launch = {"root": root, "uid": run.uid, "binds": [], "copies": []}
-            launch.update(root_tree(view, shown, limits, run.uid))
-        if launch is None:  # not root: the task limit inside the sandbox's user namespace
-            argv = in_sandbox_limits(limits, PYTHON, list(argv))
-        args = sandbox_args(view, shown, env, limits, keep, root)
-        args_read, args_write = os.pipe()
-        keep.append(args_read)
-        # bubblewrap is the sandbox's process 1: its command line and environment name
-        # nothing of the host (its options come from a pipe)
-        bwrap = ["bwrap", "--args", str(args_read), "--", *argv]
-        executable = shutil.which("bwrap") or "bwrap"
-        if launch is None:
-            command = bwrap
-        else:
-            launch["executable"] = executable
-            command = through_root_launcher(launch, bwrap, keep)
-            executable = sys.executable
-        threading.Thread(
-            target=write_all,
-            args=(args_write, b"\0".join(a.encode() for a in args) + b"\0"),
-            daemon=True,
-        ).start()
-
-        def stop(process: subprocess.Popen) -> None:
-            # The whole group (inside bubblewrap the PID namespace already ends everything).
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-        cgroup = run.cgroup
-        popen = {"args": command, "executable": executable, "cwd": "/"}
-        popen["env"] = {"PATH": "/usr/bin:/bin"}
-        popen["preexec_fn"] = lambda: apply_limits(limits, cgroup, per_user=launch is not None)
-        meter = CpuMeter(cgroup.cpu_seconds, uid=run.uid) if run.uid is not None else None
-        outcome = run.supervise(popen, stdin, wall_seconds, stop, meter)
-    if cgroup.active:
-        note = (
-            f"cgroup: {limits.memory_bytes / 1024**3:g} GiB memory and {limits.processes} tasks "
-            "for the whole run"
-        )
-    else:
-        note = (
-            "no cgroup (the grader is not root, or no writable memory and pids cgroup): memory "
-            f"is limited per process ({limits.address_space_bytes / 1024**3:g} GiB), /tmp and "
-            "the working folder by their size"
-        )
+        popen = bubblewrap_popen(argv, readonly, env, run, run.pipes.keep)
+        meter = CpuMeter(run.cgroup.cpu_seconds, uid=run.uid) if run.uid is not None else None
+        outcome = run.supervise(popen, stdin, wall_seconds, kill_group, meter)
+    note = limits_note(run.cgroup, limits)
     return run.result(outcome, wall_seconds, sandboxed=True, limits=note, isolation="bubblewrap")

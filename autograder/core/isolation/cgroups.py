@@ -29,6 +29,19 @@ def run_name() -> str:
     return f"{os.getpid()}-{next(_runs)}"
 
 
+def _own_group(controller: str) -> str:
+    """This process's cgroup in the v1 hierarchy of ``controller`` (``/`` when unknown)."""
+    try:
+        with open("/proc/self/cgroup") as table:
+            for line in table:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if controller in controllers.split(","):
+                    return path or "/"
+    except (OSError, ValueError):
+        pass
+    return "/"
+
+
 class Cgroup:
     """A memory + pids cgroup for one run (v2 where it is delegated to us, else v1)."""
 
@@ -71,10 +84,12 @@ class Cgroup:
 
     def _cpuacct_v1(self, name: str) -> None:
         """A v1 ``cpuacct`` group beside the memory and pids ones, where the hierarchy is
-        mounted and writable (else the run's CPU is read from its processes)."""
+        mounted and writable (else the run's CPU is read from its processes), inside the
+        grader's own ``cpuacct`` group: what the grader's group counts includes its runs (a
+        group only counts, so nothing of the grader's own limits changes)."""
         for root in self.CPUACCT_V1:
             if (root / "cpuacct.usage").exists() and not root.is_symlink():
-                folder = root / f"a2c-grading-{name}"
+                folder = root / _own_group("cpuacct").lstrip("/") / f"a2c-grading-{name}"
                 try:
                     folder.mkdir()
                 except OSError:
@@ -103,9 +118,13 @@ class Cgroup:
         return None
 
     def join(self) -> None:  # in the child, before exec
+        self.add(os.getpid())
+
+    def add(self, pid: int) -> None:
+        """Move the process ``pid`` (not yet running anything of the run's) into this group."""
         for folder in self.dirs:
             with open(folder / "cgroup.procs", "w") as procs:
-                procs.write(str(os.getpid()))
+                procs.write(str(pid))
 
     def remove(self) -> None:
         for folder in self.dirs:

@@ -20,10 +20,10 @@ resource limits can give, with no namespace and no mount:
   grader's memory; the job, with the cases alone, comes on standard input.
 * **What it may read.** The Python environment (it must be reachable by every user: refused
   otherwise) and copies of the grader's view (``course_lib``'s snapshot, the grading runtime,
-  the two scripts) in a folder of root's. No Python folder may be writable by that user
+  the scripts that run a job) in a folder of root's. No Python folder may be writable by that user
   (checked once per grader process, :func:`check_environment`).
 * **Landlock**, where the kernel has it and the container's seccomp profile lets it through
-  (:mod:`autograder.core.isolation.landlock`): the job reads only the system folders, Python and the copies
+  (:mod:`autograder.sandboxed.bin.landlock`): the job reads only the system folders, Python and the copies
   of the grader's view, writes only its own working and temporary folders and ``/dev``, so a
   copy of the course elsewhere on the machine stays out of reach even where Unix permissions
   would show it; from ABI 4 no TCP at all, from ABI 6 no signal to a process outside the run.
@@ -68,7 +68,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from autograder.core.isolation import landlock
 from autograder.core.isolation.cgroups import Cgroup
 from autograder.core.isolation.contract import SandboxLimits, SandboxResult, SandboxUnavailable
 from autograder.core.isolation.cpu_meter import CpuMeter
@@ -81,6 +80,7 @@ from autograder.core.isolation.job_view import (
 )
 from autograder.core.isolation.run_scope import RunScope
 from autograder.core.isolation.user_processes import processes_of
+from autograder.sandboxed.bin import landlock
 
 __all__ = [
     "CONTAINER",

@@ -2,7 +2,8 @@
 
 A run of any mode (bubblewrap, container, unsandboxed) holds the same things: a user id of its
 own (a :class:`~.leases.UidLease`, where the grader can switch users) with a staging folder in
-root's folder, a cgroup (:mod:`.cgroups`: memory, processes, CPU accounting) and the pipes to
+root's folder (a bubblewrap template, :mod:`.template`, holds them in a scope of its own for its
+whole life; each student forked from it has a scope without them), a cgroup (:mod:`.cgroups`: memory, processes, CPU accounting) and the pipes to
 the job (:class:`~.supervision.Pipes`). :class:`RunScope` takes them in that order and gives
 them back in the reverse one, however the run ends (the job's result, a grader error, a
 ``KeyboardInterrupt``), every step even when an earlier one fails:
@@ -22,7 +23,6 @@ modules, and each calls :meth:`RunScope.supervise` and :meth:`RunScope.result`.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -32,7 +32,7 @@ from autograder.core.isolation.cgroups import Cgroup, run_name
 from autograder.core.isolation.contract import SandboxLimits, SandboxResult
 from autograder.core.isolation.cpu_meter import CpuMeter
 from autograder.core.isolation.leases import UidLease, root_folder
-from autograder.core.isolation.supervision import Pipes, RunEnd, supervise
+from autograder.core.isolation.supervision import JobInput, Pipes, RunEnd, supervise
 
 __all__ = ["RunScope"]
 
@@ -100,13 +100,15 @@ class RunScope:
 
     def supervise(
         self,
-        popen: dict[str, Any],
-        stdin: bytes,
+        popen: dict[str, Any] | Callable[[Pipes], Any],
+        stdin: bytes | JobInput,
         wall_seconds: float,
-        stop: Callable[[subprocess.Popen], None],
+        stop: Callable[[Any], None],
         meter: CpuMeter | None = None,
     ) -> RunEnd:
-        """:func:`~.supervision.supervise` on this run's pipes, limits and cgroup."""
+        """:func:`~.supervision.supervise` on this run's pipes, limits and cgroup (``popen``:
+        a command's arguments, or what starts the run's first process on the pipes, such as a
+        student forked from a template)."""
         assert self.pipes is not None and self.cgroup is not None
         return supervise(
             self.pipes, popen, stdin, wall_seconds, self.limits, self.cgroup, stop, meter

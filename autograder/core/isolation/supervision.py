@@ -33,6 +33,7 @@ from autograder.core.isolation.cpu_meter import INTERVAL, CpuMeter
 __all__ = [
     "CHANNEL_VARIABLE",
     "LAUNCHER",
+    "JobInput",
     "Pipes",
     "Reader",
     "RunEnd",
@@ -112,6 +113,37 @@ class Pipes:
             self.started = True  # closed once
 
 
+class JobInput:
+    """A job given after its run started: the command starts (its Python imports) while the
+    grader is still drawing the plan, and :meth:`give` sends the job with the wall clock and
+    the CPU cap that count from then on. Until it is given the run may wait
+    :data:`WAIT_SECONDS`, with no CPU cap (it runs nothing of a student's yet)."""
+
+    WAIT_SECONDS = 600.0
+
+    def __init__(self) -> None:
+        self._given = threading.Event()
+        self.data = b""
+        self.given_at: float | None = None  #: when the job was given (time.monotonic)
+        self.wall_seconds = self.WAIT_SECONDS
+        self.cpu_seconds: float | None = None
+
+    def give(self, data: bytes, wall_seconds: float, cpu_seconds: float | None) -> None:
+        self.data, self.wall_seconds, self.cpu_seconds = data, wall_seconds, cpu_seconds
+        self.given_at = time.monotonic()
+        self._given.set()
+
+    def write(self, fd: int) -> None:
+        """Write the job to ``fd`` once it is given (an empty one when the run ends first)."""
+        self._given.wait()
+        write_all(fd, self.data)
+
+    def withdraw(self) -> None:
+        """Nothing will be given: the run reads an empty job and ends."""
+        if not self._given.is_set():
+            self._given.set()
+
+
 @dataclass
 class RunEnd:
     """How a supervised command ended (:func:`supervise`)."""
@@ -128,32 +160,38 @@ class RunEnd:
 
 def supervise(
     pipes: Pipes,
-    popen: dict[str, Any],
-    stdin: bytes,
+    popen: dict[str, Any] | Callable[[Pipes], Any],
+    stdin: bytes | JobInput,
     wall_seconds: float,
     limits: SandboxLimits,
     cgroup: Cgroup,
     stop: Callable[[subprocess.Popen], None],
     meter: CpuMeter | None = None,
 ) -> RunEnd:
-    """Start ``subprocess.Popen(**popen)`` in a session of its own on ``pipes``, feed it
-    ``stdin``, read its channel and log up to the caps, and end it at ``wall_seconds``, or
-    once it has used ``limits.cpu_seconds`` of CPU (read by ``meter`` every
+    """Start ``subprocess.Popen(**popen)`` in a session of its own on ``pipes`` (or the process
+    ``popen(pipes)`` starts: anything with ``pid``, ``wait(timeout)`` and ``returncode``, such
+    as a student forked from a template), feed it ``stdin`` (a :class:`JobInput`: once it is
+    given, with its own clock and cap), read its channel and log up to the caps, and end it at
+    ``wall_seconds``, or once it has used ``limits.cpu_seconds`` of CPU (read by ``meter`` every
     :data:`~.cpu_meter.INTERVAL` seconds, every process it started counted): ``stop(process)``
     kills everything it started, whether it finished or not, and whatever went wrong here after
     it started (nothing outlives grading), then its cgroup goes. A process that escaped could
     hold the pipes open: the readers are waited for a little, no more."""
     start = time.monotonic()
-    process = subprocess.Popen(
-        **popen,
-        stdin=pipes.stdin_read,
-        stdout=pipes.log_write,
-        stderr=pipes.log_write,
-        pass_fds=pipes.keep,
-        start_new_session=True,
-    )
+    if callable(popen):
+        process = popen(pipes)
+    else:
+        process = subprocess.Popen(
+            **popen,
+            stdin=pipes.stdin_read,
+            stdout=pipes.log_write,
+            stderr=pipes.log_write,
+            pass_fds=pipes.keep,
+            start_new_session=True,
+        )
     pipes.started = True
     timed_out = capped = False
+    cap = None if isinstance(stdin, JobInput) else limits.cpu_seconds
     meter = meter or CpuMeter(cgroup.cpu_seconds, root=process.pid)
     used = 0.0
     log = channel = None
@@ -165,8 +203,15 @@ def supervise(
         log.start()
         channel = Reader(pipes.channel_read, limits.channel_bytes)
         channel.start()
-        threading.Thread(target=write_all, args=(pipes.stdin_write, stdin), daemon=True).start()
+        if isinstance(stdin, JobInput):
+            writer = threading.Thread(target=stdin.write, args=(pipes.stdin_write,), daemon=True)
+        else:
+            writer = threading.Thread(target=write_all, args=(pipes.stdin_write, stdin), daemon=True)
+        writer.start()
         while True:
+            if isinstance(stdin, JobInput):  # the clock and the cap given with the job
+                start = stdin.given_at or start
+                wall_seconds, cap = stdin.wall_seconds, stdin.cpu_seconds
             left = wall_seconds - (time.monotonic() - start)
             if left <= 0:
                 timed_out = True
@@ -176,14 +221,16 @@ def supervise(
                 break
             except subprocess.TimeoutExpired:
                 pass
-            if limits.cpu_seconds is not None:
+            if cap is not None:
                 used = meter()
-                if used >= limits.cpu_seconds:
+                if used >= cap:
                     capped = True
                     break
     finally:
+        if isinstance(stdin, JobInput):
+            stdin.withdraw()
         try:
-            used = max(used, meter()) if limits.cpu_seconds is not None else used
+            used = max(used, meter()) if cap is not None else used
         except Exception:  # noqa: BLE001 - a figure; the run is stopped whatever happens
             pass
         stop(process)

@@ -23,6 +23,7 @@ from typing import Any
 
 from autograder.core.agent_play.feedback import agent_line
 from autograder.core.isolation import SandboxUnavailable
+from autograder.core.sandbox_view import warm_start
 from autograder.platforms.one_notebook import (
     close_folders,
     find_notebook,
@@ -116,6 +117,9 @@ def main() -> int:
         extra = [root / name for name in ("serverFilesCourse", "tests") if (root / name).exists()]
         close_folders([KIT, root / "results", *extra])
         results.unlink(missing_ok=True)
+        # The sandbox's Python starts now (container mode: the one notebook's fresh run), its
+        # imports beside the grader's own; folders closed first, as every run needs them.
+        warm_start()
         path, why = find_notebook(root / "student", _notebook_name(root))
         if path is None:
             write_json(results, _not_gradable(why))

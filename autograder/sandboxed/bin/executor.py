@@ -1,7 +1,8 @@
 """The student's Python process, inside the sandbox: runs cells and probes the parts they define.
 
-Usage: ``python executor.py REPLY_FD`` (started by ``runner.py``). Requests come one JSON line
-at a time on standard input:
+Usage: ``python executor.py REPLY_FD`` (started by ``runner.py``), or forked from the template
+(``template.py`` imports it and calls :func:`prepare` once, then each student's process calls
+:func:`serve`). Requests come one JSON line at a time on standard input:
 
 * ``{"op": "run", "source": ...}``: run one notebook cell with IPython (magics and ``!``
   commands work as in Jupyter); reply ``{"error": null}`` or ``{"error": "<what it raised>"}``;
@@ -30,7 +31,8 @@ import sys
 
 
 def _runtime():
-    """The runtime's modules, and a seal on them taken before any cell of the student's runs."""
+    """The runtime's modules, and what the seal will cover (taken in the student's process,
+    before any cell of the student's runs)."""
     from grading_runtime import eager_torch, harness, record, seal
 
     eager_torch.install()  # the student's first optimizer costs no torch.compile import
@@ -38,7 +40,7 @@ def _runtime():
     # Every module of the runtime (the probes, one module a part, included) and what the probes
     # read of course_lib's checks.
     sealed = [module for name, module in sorted(sys.modules.items()) if _sealed_name(name)]
-    return harness, record, seal.Seal.capture(sealed)
+    return harness, record, seal.Seal, sealed
 
 
 def _sealed_name(name):
@@ -93,7 +95,19 @@ def _answer_interrupts():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def main(reply_fd):
+def prepare():
+    """Everything the executor imports before a student's first cell: IPython, the grading
+    runtime (torch, numpy, ``course_lib``'s checks) and the stand-in for ``torch._dynamo``. The
+    template (``template.py``) calls it once and forks every student's executor after it."""
+    import IPython.core.interactiveshell  # noqa: F401 - imported now, the shell made per student
+
+    return _runtime()
+
+
+def serve(reply_fd, runtime, requests):
+    """Answer the runner's ``requests`` (a file of JSON lines) until it ends; replies go to
+    ``reply_fd``. ``runtime``: what :func:`prepare` returned. The seal is taken here, in the
+    student's own process, before the first cell runs."""
     _answer_interrupts()
     replies = os.fdopen(int(reply_fd), "wb")
     os.set_inheritable(int(reply_fd), False)
@@ -104,12 +118,10 @@ def main(reply_fd):
         replies.write((json.dumps({**message, "seq": seq}) + "\n").encode())
         replies.flush()
 
-    requests = sys.stdin
-    sys.stdin = open(os.devnull)  # input() in a cell gets EOF instead of reading requests
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    harness, record, seal = _runtime()
+    harness, record, seal = runtime[0], runtime[1], runtime[2].capture(runtime[3])
     # Kept from before the first cell: a cell that rebinds these names changes nothing here.
     run_steps, dumps, broken = harness.run_steps, record.dumps, seal.broken
     read_request = record.read_request
@@ -136,6 +148,13 @@ def main(reply_fd):
                     reply({"key": key, "record": text})
             reply({"done": True})
     return 0
+
+
+def main(reply_fd):
+    """A fresh executor (no template): requests on standard input."""
+    requests = sys.stdin
+    sys.stdin = open(os.devnull)  # input() in a cell gets EOF instead of reading requests
+    return serve(reply_fd, prepare(), requests)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import time
 
+CHANNEL_VARIABLE = "A2C_CHANNEL_FD"  #: names the descriptor the records go to
 MAX_LINE = 64 * 1024**2  # a reply longer than this is dropped (the grader has its own cap)
 INTERRUPT_GRACE = 3.0  # seconds a cell gets to stop after SIGINT before it is killed (x scale)
 MAX_RESTARTS = 3  # executors killed and replaced; after that the remaining cells are not run
@@ -64,7 +65,10 @@ class GiveUp(Exception):
 
 
 class Executor:
-    """The child process that runs the student's cells; requests on its stdin, replies on a pipe."""
+    """The child process that runs the student's cells; requests on its stdin, replies on a pipe.
+
+    This one is a fresh Python (``python executor.py``, under ``unshare`` where it works);
+    :class:`ForkedExecutor` is one forked from the template's image."""
 
     def __init__(self, script, nested):
         read_end, write_end = os.pipe()
@@ -78,6 +82,7 @@ class Executor:
         )
         os.close(write_end)
         self.nested = nested
+        self.requests = self.process.stdin
         self.replies = read_end
         self.buffer = b""
         self.seq = 0
@@ -93,11 +98,18 @@ class Executor:
         except (OSError, IndexError, ValueError):
             return None
 
+    def _targets(self):
+        """What :meth:`kill` kills: the Python, then what started it."""
+        return (self._python(), self.process.pid)
+
+    def _reap(self):
+        self.process.wait()
+
     def send(self, request):
         self.seq += 1
         try:
-            self.process.stdin.write((json.dumps({**request, "seq": self.seq}) + "\n").encode())
-            self.process.stdin.flush()
+            self.requests.write((json.dumps({**request, "seq": self.seq}) + "\n").encode())
+            self.requests.flush()
         except (BrokenPipeError, OSError):
             pass
 
@@ -147,16 +159,41 @@ class Executor:
     def kill(self):
         if self.replies is None:
             return  # killed already
-        pid = self._python()
-        for target in (pid, self.process.pid):
+        for target in self._targets():
             try:
                 if target is not None:
                     os.kill(target, signal.SIGKILL)
             except OSError:
                 pass
-        self.process.wait()
+        self._reap()
+        try:
+            self.requests.close()
+        except OSError:
+            pass
         os.close(self.replies)
         self.replies = None
+
+
+class ForkedExecutor(Executor):
+    """An executor forked from the template's image by the student's spare process
+    (``student_tree.py``): the first process of a PID namespace of its own, under a helper of
+    the spare's; killing it ends every process it started. ``spare.executor()`` gives its pid
+    (as this process sees it), the write end of its requests and the read end of its replies."""
+
+    def __init__(self, spare):  # not super().__init__, which starts a fresh Python
+        self.pid, request_fd, self.replies = spare.executor()
+        self.requests = os.fdopen(request_fd, "wb")
+        self.buffer = b""
+        self.seq = 0
+
+    def _python(self):
+        return self.pid
+
+    def _targets(self):
+        return (self.pid,)
+
+    def _reap(self):
+        pass  # the spare waits for its helper, which waits for the executor
 
 
 def emit(channel, message):
@@ -170,15 +207,17 @@ def failed(error, timed_out=False):
 
 
 class Supervisor:
-    def __init__(self, job, script, channel):
-        self.job, self.script, self.channel = job, script, channel
+    """Runs a job's cells and probes in executors started by ``start_executor()`` (``first``:
+    one started already, while the job was on its way)."""
+
+    def __init__(self, job, start_executor, channel, first=None):
+        self.job, self.start_executor, self.channel = job, start_executor, channel
         self.budget = float(job.get("budget_seconds") or job["timeout"])
         self.deadline = time.monotonic() + self.budget
         self.scale = float(job.get("time_scale", 1.0))
         self.done_cells = []  # (source, seconds) of the cells that finished: replayed after a kill
         self.probed = set()  # parts whose records went out
-        self.nested = _nested_works()
-        self.executor = Executor(script, self.nested)
+        self.executor = first if first is not None else start_executor()
         self.restarts = 0
         self.overruns = 0  # cells that ran past their limit
 
@@ -203,7 +242,7 @@ class Supervisor:
         allowed = self.left(allowed)
         if allowed <= 0:
             raise self.spent()
-        self.executor = Executor(self.script, self.nested)
+        self.executor = self.start_executor()
         end = time.monotonic() + allowed
         for source, _ in self.done_cells:
             self.executor.send({"op": "run", "source": source})
@@ -322,14 +361,22 @@ class Supervisor:
         self.executor.kill()
 
 
-def main():
-    job = json.loads(sys.stdin.buffer.read())
-    channel_fd = int(os.environ.pop("A2C_CHANNEL_FD"))
+def supervise_job(start_executor):
+    """Run the job that comes on standard input, records out on ``$A2C_CHANNEL_FD``. The first
+    executor starts before the job is read: its imports go on while the grader draws the plan."""
+    channel_fd = int(os.environ.pop(CHANNEL_VARIABLE))
     os.set_inheritable(channel_fd, False)
     channel = os.fdopen(channel_fd, "wb")
-    Supervisor(job, sys.argv[1], channel).run()
+    first = start_executor()
+    job = json.loads(sys.stdin.buffer.read())
+    Supervisor(job, start_executor, channel, first).run()
     emit(channel, {"event": "end"})
     return 0
+
+
+def main():
+    nested = _nested_works()
+    return supervise_job(lambda: Executor(sys.argv[1], nested))
 
 
 if __name__ == "__main__":

@@ -6,11 +6,12 @@ works where container runtimes refuse namespaces. Container mode
 (:mod:`autograder.core.isolation.container`) uses it, where the kernel and the container's seccomp
 profile allow the three system calls, so that the notebook's user can read nothing but the
 folders listed (the system, Python, the grader's view), whatever else of the machine other
-users could read, and write nothing but its own folders. With ABI 4 (Linux 6.7) it can neither
+users could read, and write nothing but its own folders; so does each student's executor forked
+from a template (``student_tree.py``), inside its sandbox. With ABI 4 (Linux 6.7) it can neither
 bind nor connect a TCP socket; with ABI 6 (Linux 6.12) it can signal no process outside its
 domain and reach no abstract Unix socket outside it.
 
-Only ``ctypes`` and the system call numbers of x86-64 and arm64 (the same for these calls).
+Only the standard library (it runs inside the sandbox too) and the system call numbers of x86-64 and arm64 (the same for these calls).
 """
 
 from __future__ import annotations

@@ -274,16 +274,16 @@ def test_weights_that_overflow_or_drive_the_network_into_denormals_cannot_break_
     assert played.result is None and "not finite" in played.failure
     tiny = [(np.sign(w) * np.float32(3e-10), np.zeros_like(b)) for w, b in _reference_layers()]
     frames = fixtures.random_frames(4, 0)
-    assert _denormals(verification.nature_dqn(tiny, frames, dtype=torch.float32)[0])
+    assert _denormals(verification.NatureDQN(tiny, dtype=torch.float32)(frames)[0])
     seen = []
-    original = verification.nature_dqn
 
-    def spy(layers, obs, **kwargs):
-        logits, values = original(layers, obs, **kwargs)
-        seen.append((torch.get_num_threads(), _denormals(logits)))
-        return logits, values
+    class Spy(verification.NatureDQN):
+        def __call__(self, obs, values=True):
+            logits, value = super().__call__(obs, values)
+            seen.append((torch.get_num_threads(), _denormals(logits)))
+            return logits, value
 
-    monkeypatch.setattr(verification, "nature_dqn", spy)
+    monkeypatch.setattr(verification, "NatureDQN", Spy)
     played = play_agent(tiny, short, seeds=[1], make_env=_fake)
     assert played.result is not None and seen and all(seen_ == (1, False) for seen_ in seen)
 

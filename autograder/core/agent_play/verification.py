@@ -14,7 +14,7 @@ no student code runs while they are played, and no sandbox is started for it:
 3. :func:`play_agent` plays the course's evaluation protocol in this process, with the seeds
    drawn from :mod:`secrets` for this grading alone: the grader's emulators, the grader's
    network (the Nature-DQN forward pass of the judges,
-   :func:`autograder.core.judging.parts.model.nature_dqn`, in float32, one thread, denormal
+   :class:`autograder.core.judging.parts.model.NatureDQN`, in float32, one thread, denormal
    numbers flushed to zero) and the grader's sampling of every action. Its CPU (this thread's:
    the emulators and the network) is capped by the course's ``agent.cpu_seconds``
    (:class:`~autograder.core.course.limits.AgentLimits`, the instructor's ``--agent-cpu-seconds``);
@@ -43,7 +43,7 @@ from autograder.core.agent_play.fingerprint import weights_fingerprint
 from autograder.core.agent_play.handed_in import HandedIn
 from autograder.core.agent_play.model_check import judge_check
 from autograder.core.course.limits import AgentLimits
-from autograder.core.judging.parts.model import nature_dqn
+from autograder.core.judging.parts.model import NatureDQN
 from course_lib.env_pool import EnvPool
 from course_lib.evaluation import (
     GRADER_PROTOCOL,
@@ -186,6 +186,7 @@ def play_agent(
     finished: list[GameResult] = []
     played = Played(None, seeds=seeds)
     start = time.thread_time()
+    course_network = NatureDQN(layers, dtype=torch.float32)
 
     def network(observations: np.ndarray) -> np.ndarray:
         used = time.thread_time() - start
@@ -194,7 +195,7 @@ def play_agent(
                 f"capped at {limits.cpu_seconds:g} s of CPU: {len(finished)} of "
                 f"{protocol.games} games finished"
             )
-        return nature_dqn(layers, observations, dtype=torch.float32)[0]
+        return course_network(observations, values=False)[0]
 
     try:
         with _PlayingThread():

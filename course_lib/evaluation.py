@@ -288,14 +288,15 @@ def model_agent(model: Any, device: Any = None) -> Agent:
 
 
 def _atari_env(protocol: EvaluationProtocol, render_mode: str | None = None) -> Any:
-    """One env of the course's Atari stack, as the protocol sets it (raw rewards). Every game
-    starts with a seeded reset, which restores the emulator instead of loading the ROM again
-    where that gives the same game (:class:`course_lib.atari_env.RestoreOnSeededReset`)."""
+    """One env of the course's Atari stack, as the protocol sets it (raw rewards), made lean
+    for playing with the same games: every game starts with a seeded reset, which restores the
+    emulator instead of loading the ROM again where that gives the same game, and the frames
+    a step skips are not fetched (:mod:`course_lib.atari_env`)."""
     from .atari_env import make_atari_env
 
     return make_atari_env(protocol.env_id, clip_reward=False, noop_max=protocol.noop_max,
                           max_game_frames=protocol.max_game_frames, render_mode=render_mode,
-                          restore_on_seed=True)  # fmt: skip
+                          restore_on_seed=True, fetch_skipped_frames=False)  # fmt: skip
 
 
 def _logits_of(answer: Any, batch: int, n_actions: int) -> np.ndarray:

@@ -1,5 +1,7 @@
-"""Emulators kept between evaluations (course_lib.env_pool) and the seeded reset that restores
-the emulator instead of loading its ROM again (course_lib.atari_env.RestoreOnSeededReset).
+"""Emulators kept between evaluations (course_lib.env_pool), and the evaluation's lean envs: a
+seeded reset that restores the emulator instead of loading its ROM again
+(course_lib.atari_env.RestoreOnSeededReset), a frame skip that fetches only the frames it uses
+(course_lib.atari_env.EmulatorFrameSkip).
 
 The promise: an evaluation played with envs that played before, and a game started from the
 restored emulator, give exactly the games of new envs and of ale-py's own reset: the same
@@ -12,6 +14,7 @@ from __future__ import annotations
 import functools
 import threading
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -125,15 +128,17 @@ COURSE_GAMES = ["SpaceInvadersNoFrameskip-v4", "BreakoutNoFrameskip-v4", "PongNo
 def _game(env, seed, steps):
     """A game from ``reset(seed=seed)``: every observation, reward, flag and info of its first
     ``steps`` agent steps (the game goes on after a lost life), with actions drawn from
-    ``seed``."""
+    ``seed``. The observation of the step that ends the game is left out: nobody reads it, and
+    :class:`EmulatorFrameSkip` does not fetch all it would need."""
     obs, info = env.reset(seed=seed)
     trace = [(obs.tobytes(), sorted(info.items(), key=str))]
     actions = np.random.default_rng(seed).integers(env.action_space.n, size=steps)
     for action in actions:
         obs, reward, terminated, truncated, info = env.step(int(action))
-        trace.append((obs.tobytes(), reward, terminated, truncated,
+        over = "episode" in info
+        trace.append((None if over else obs.tobytes(), reward, terminated, truncated,
                       info["lives"], info.get("episode", {}).get("r")))  # fmt: skip
-        if "episode" in info:
+        if over:
             break
         if terminated or truncated:
             obs, info = env.reset()
@@ -144,20 +149,35 @@ def _game(env, seed, steps):
 @pytest.mark.rom
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", COURSE_GAMES)
-def test_a_restored_seeded_reset_plays_the_games_of_ale_py_s_reset_frame_by_frame(env_id):
-    """The course's games, two seeds one after the other in the same env (the second starts
-    from an emulator that played the first to its end or 300 steps): each agent step's frames,
-    reward, flags and lives are ale-py's own, and so is every reset's."""
+def test_the_evaluation_s_lean_env_plays_the_games_of_the_course_stack_frame_by_frame(env_id):
+    """The course's games, seeds one after the other in the same env (each starts from an
+    emulator that played the one before to its end or 500 steps), then three games cut by the
+    emulator's frame cap (at a frame of the step that the no-ops decide): each agent step's
+    observation, reward,
+    flags and lives, and every reset's, are the plain stack's (ale-py's reset, every frame
+    fetched), and the lean env never loads the ROM again."""
     assert resolve_env_id(env_id).game in RESTORABLE_GAMES
-    plain = make_atari_env(env_id, clip_reward=False)
-    restored = make_atari_env(env_id, clip_reward=False, restore_on_seed=True)
-    loads = []
-    restored.unwrapped.load_game = lambda: loads.append(1)  # a load would be counted, not made
-    for seed in (3, 4):
-        assert _game(restored, seed, 300) == _game(plain, seed, 300)
-    assert loads == []
-    plain.close()
-    restored.close()
+    for cap in (108_000, 401):
+        plain = make_atari_env(env_id, clip_reward=False, max_game_frames=cap)
+        lean = make_atari_env(env_id, clip_reward=False, max_game_frames=cap,
+                              restore_on_seed=True, fetch_skipped_frames=False)  # fmt: skip
+        assert isinstance(lean.unwrapped, type(plain.unwrapped))
+        loads = []
+        lean.unwrapped.load_game = functools.partial(loads.append, 1)  # counted, not made
+        seeds = (3, 4) if cap == 108_000 else (5, 6, 7)
+        traces = [(_game(lean, seed, 500), _game(plain, seed, 500)) for seed in seeds]
+        assert all(mine == theirs for mine, theirs in traces) and loads == []
+        if cap < 108_000:  # each game cut at the cap: a break within a step
+            assert all(mine[-1][3] and mine[-1][-1] is not None for mine, _ in traces)
+        plain.close()
+        lean.close()
+
+
+def test_the_lean_frame_skip_needs_a_reset_first():
+    env = make_atari_env("PongNoFrameskip-v4", fetch_skipped_frames=False)
+    with pytest.raises(gym.error.ResetNeeded, match="before calling env.reset"):
+        env.step(0)
+    env.close()
 
 
 @pytest.mark.rom

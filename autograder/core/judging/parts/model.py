@@ -104,8 +104,8 @@ class NatureDQN:
         tensors = self.tensors
         with torch.inference_mode():
             obs = np.asarray(obs)
-            x = torch.from_numpy(obs if obs.flags.writeable else obs.copy()).to(self.dtype)
-            x = x * self.scale
+            x = torch.from_numpy(obs if obs.flags.writeable else obs.copy())
+            x = x.to(self.dtype, copy=True).mul_(self.scale)  # in place: never the caller's
             for (weight, bias), (_, _, stride) in zip(tensors[:3], NATURE_TRUNK, strict=False):
                 x = F.relu(F.conv2d(x, weight, bias, stride=stride), inplace=True)
             x = F.relu(F.linear(x.flatten(1), *tensors[3]), inplace=True)

@@ -52,9 +52,11 @@ class EnvPool:
                 return
         env.close()
 
-    def idle(self, key: Hashable) -> int:
-        """How many envs of kind ``key`` wait for a caller."""
+    def idle(self, key: Hashable | None = None) -> int:
+        """How many envs of kind ``key`` (None: of every kind) wait for a caller."""
         with self._lock:
+            if key is None:
+                return sum(len(idle) for idle in self._idle.values())
             return len(self._idle.get(key, ()))
 
     def close(self) -> None:

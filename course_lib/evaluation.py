@@ -336,18 +336,28 @@ def _choose(logits: np.ndarray, rng: np.random.Generator, how: str) -> int:
 
 class _Lender:
     """Where :func:`play_games` gets its envs (``make_env``, or ``pool``) and where they go
-    when their games are over (closed, or back to ``pool``)."""
+    when their games are over (closed, or back to ``pool``); ``render_mode``: every env is
+    made so (one kind of env, whichever mode is asked for)."""
 
-    def __init__(self, make_env: Callable[..., Any], kind: tuple[Any, ...], pool: Any) -> None:
+    def __init__(
+        self,
+        make_env: Callable[..., Any],
+        kind: tuple[Any, ...],
+        pool: Any,
+        render_mode: str | None = None,
+    ) -> None:
         self.make_env, self.kind, self.pool = make_env, kind, pool
+        self.render_mode = render_mode
 
     def take(self, render_mode: str | None) -> Any:
+        render_mode = self.render_mode or render_mode
         if self.pool is None:
             return self.make_env(render_mode=render_mode)
         make = functools.partial(self.make_env, render_mode=render_mode)
         return self.pool.take((*self.kind, render_mode), make)
 
     def give_back(self, render_mode: str | None, env: Any) -> None:
+        render_mode = self.render_mode or render_mode
         if self.pool is None:
             env.close()
         else:
@@ -428,11 +438,12 @@ def play_games(
         )
     check_int("replay_steps", replay_steps, 0)
     # The kind of env, for the pool: the protocol's emulator settings, or the caller's maker.
-    kind: tuple[Any, ...] = (make_env,)
     if make_env is None:
-        make_env = functools.partial(_atari_env, protocol)
+        # ale-py renders only when asked: every env of the course's stack can render the replay
         kind = (protocol.env_id, protocol.noop_max, protocol.max_game_frames)
-    lender = _Lender(make_env, kind, pool)
+        lender = _Lender(functools.partial(_atari_env, protocol), kind, pool, "rgb_array")
+    else:
+        lender = _Lender(make_env, (make_env,), pool)
     results: dict[int, GameResult] = {}
     replay: list[np.ndarray] = []
     free_envs: list[Any] = []

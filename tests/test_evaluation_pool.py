@@ -215,6 +215,7 @@ def test_pooled_evaluations_score_as_the_plain_course_stack_and_nothing_carries_
     other = play_games(agent, protocol, seeds_b, pool=pool)
     again = play_games(agent, protocol, seeds_a, pool=pool, replay_steps=5)
     assert first.games == want.games == again.games != other.games
+    assert pool.idle() == 2  # two games at once, the replay's game in one of them
     assert all(np.array_equal(a, b) for a, b in zip(first.replay, want.replay, strict=True))
     assert all(np.array_equal(a, b) for a, b in zip(again.replay, want.replay, strict=True))
     pool.close()

@@ -232,6 +232,34 @@ def _reference_layers(seed=0, scale=1.0):
     return [(w * scale, b * scale) for w, b in layers]
 
 
+def test_the_play_s_network_computes_the_numbers_of_one_forward_pass_per_batch_to_the_bit():
+    """The play's NatureDQN (weights converted once, frames scaled in place, in-place ReLUs, no
+    value head) gives the very logits of the plain forward pass written out here, for batches of
+    8 down to 1 and for every pixel value: a sampled action depends on every bit of them."""
+    import torch.nn.functional as F
+
+    from autograder.core.judging.parts.model import NatureDQN
+    from course_lib.checks.layers import NATURE_TRUNK
+
+    def plain(layers, obs):
+        tensors = [(torch.from_numpy(w).float(), torch.from_numpy(b).float()) for w, b in layers]
+        with torch.no_grad():
+            x = torch.from_numpy(obs).to(torch.float32) * (1 / 255)
+            for (weight, bias), (_, _, stride) in zip(tensors[:3], NATURE_TRUNK, strict=False):
+                x = F.relu(F.conv2d(x, weight, bias, stride=stride))
+            x = F.relu(F.linear(x.flatten(1), *tensors[3]))
+            return F.linear(x, *tensors[4]).numpy()
+
+    layers = _reference_layers()
+    network = NatureDQN(layers, dtype=torch.float32)
+    every_value = np.arange(4 * 84 * 84) % 256
+    frames = np.concatenate([every_value.reshape(1, 4, 84, 84).astype(np.uint8),
+                             fixtures.random_frames(7, 3)])  # fmt: skip
+    for batch in (8, 5, 1):
+        logits, values = network(frames[:batch], values=False)
+        assert values is None and logits.tobytes() == plain(layers, frames[:batch]).tobytes()
+
+
 def _fake(render_mode=None):
     """A scripted game of 6 actions (as Space Invaders) without FIRE, on the course's stack."""
     six = ["NOOP", "UP", "DOWN", "UPLEFT", "DOWNLEFT", "UPRIGHT"]

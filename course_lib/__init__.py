@@ -28,6 +28,7 @@ Map: which module to read for what (the design behind it: docs/design.md)::
         worker.py         the loop inside each ParallelEnvBatch worker process
         native.py         the "native" backend: ale-py's C++ vector env, course semantics
       atari_ids.py        which env ids are valid, and what to use instead
+      env_pool.py         EnvPool: envs kept between evaluations in one process (the grader's)
       validation.py       check_int, check_number: one message format for bad arguments
       openmp.py           passive_openmp: idle torch CPU threads sleep (called before torch loads)
 """

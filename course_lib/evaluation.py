@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from .env_pool import EnvPool
 from .validation import check_int
 
 __all__ = [
@@ -287,11 +288,15 @@ def model_agent(model: Any, device: Any = None) -> Agent:
 
 
 def _atari_env(protocol: EvaluationProtocol, render_mode: str | None = None) -> Any:
-    """One env of the course's Atari stack, as the protocol sets it (raw rewards)."""
+    """One env of the course's Atari stack, as the protocol sets it (raw rewards), made lean
+    for playing with the same games: every game starts with a seeded reset, which restores the
+    emulator instead of loading the ROM again where that gives the same game, and the frames
+    a step skips are not fetched (:mod:`course_lib.atari_env`)."""
     from .atari_env import make_atari_env
 
     return make_atari_env(protocol.env_id, clip_reward=False, noop_max=protocol.noop_max,
-                          max_game_frames=protocol.max_game_frames, render_mode=render_mode)  # fmt: skip
+                          max_game_frames=protocol.max_game_frames, render_mode=render_mode,
+                          restore_on_seed=True, fetch_skipped_frames=False)  # fmt: skip
 
 
 def _logits_of(answer: Any, batch: int, n_actions: int) -> np.ndarray:
@@ -329,6 +334,36 @@ def _choose(logits: np.ndarray, rng: np.random.Generator, how: str) -> int:
     return int(min(np.searchsorted(cumulative, draw, side="right"), len(probs) - 1))
 
 
+class _Lender:
+    """Where :func:`play_games` gets its envs (``make_env``, or ``pool``) and where they go
+    when their games are over (closed, or back to ``pool``); ``render_mode``: every env is
+    made so (one kind of env, whichever mode is asked for)."""
+
+    def __init__(
+        self,
+        make_env: Callable[..., Any],
+        kind: tuple[Any, ...],
+        pool: Any,
+        render_mode: str | None = None,
+    ) -> None:
+        self.make_env, self.kind, self.pool = make_env, kind, pool
+        self.render_mode = render_mode
+
+    def take(self, render_mode: str | None) -> Any:
+        render_mode = self.render_mode or render_mode
+        if self.pool is None:
+            return self.make_env(render_mode=render_mode)
+        make = functools.partial(self.make_env, render_mode=render_mode)
+        return self.pool.take((*self.kind, render_mode), make)
+
+    def give_back(self, render_mode: str | None, env: Any) -> None:
+        render_mode = self.render_mode or render_mode
+        if self.pool is None:
+            env.close()
+        else:
+            self.pool.give_back((*self.kind, render_mode), env)
+
+
 class _Game:
     """A game in progress in one env: its index, seed, generator, observation and score."""
 
@@ -363,6 +398,7 @@ def play_games(
     make_env: Callable[..., Any] | None = None,
     replay_steps: int = 0,
     on_game_end: Callable[[GameResult], None] | None = None,
+    pool: EnvPool | None = None,
 ) -> EvaluationResult:
     """Play the protocol's games with ``agent`` and return their raw scores.
 
@@ -382,6 +418,10 @@ def play_games(
             agent step) in ``result.replay``, for a replay made from the driver's own frames.
         on_game_end: called with each game's :class:`GameResult` as it ends (a progress bar);
             games end in any order.
+        pool: take the envs from this :class:`~course_lib.env_pool.EnvPool` and give them back
+            when the games are over (closed instead if the evaluation fails), so that a
+            process that plays many evaluations makes its emulators once. Every game starts
+            with a seeded reset, so an env from the pool plays as a new one would.
 
     Raises:
         AgentAnswerError: the agent answered something that is not finite logits of shape
@@ -397,8 +437,13 @@ def play_games(
             f"use game_seeds({protocol.games}, seed)."
         )
     check_int("replay_steps", replay_steps, 0)
+    # The kind of env, for the pool: the protocol's emulator settings, or the caller's maker.
     if make_env is None:
-        make_env = functools.partial(_atari_env, protocol)
+        # ale-py renders only when asked: every env of the course's stack can render the replay
+        kind = (protocol.env_id, protocol.noop_max, protocol.max_game_frames)
+        lender = _Lender(functools.partial(_atari_env, protocol), kind, pool, "rgb_array")
+    else:
+        lender = _Lender(make_env, (make_env,), pool)
     results: dict[int, GameResult] = {}
     replay: list[np.ndarray] = []
     free_envs: list[Any] = []
@@ -410,9 +455,9 @@ def play_games(
             # Start games in the free places, in the order of their seeds.
             while next_game < protocol.games and len(running) < protocol.games_at_once:
                 if next_game == 0 and replay_steps:
-                    env = make_env(render_mode="rgb_array")
+                    env = lender.take("rgb_array")
                 else:
-                    env = free_envs.pop() if free_envs else make_env(render_mode=None)
+                    env = free_envs.pop() if free_envs else lender.take(None)
                 if n_actions is None:
                     n_actions = int(env.action_space.n)
                 try:
@@ -437,13 +482,16 @@ def play_games(
                 if on_game_end is not None:
                     on_game_end(results[game.index])
                 if game.index == 0 and replay_steps:
-                    game.env.close()  # the rendering env plays game 0 only
+                    lender.give_back("rgb_array", game.env)  # it plays game 0 only
                 else:
                     free_envs.append(game.env)
             running = still_running
-    finally:
+    except BaseException:
         for env in free_envs + [game.env for game in running]:
             env.close()
+        raise
+    for env in free_envs:
+        lender.give_back(None, env)
     games = tuple(results[index] for index in range(protocol.games))
     return EvaluationResult(protocol, games, tuple(replay))
 

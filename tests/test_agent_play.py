@@ -232,6 +232,34 @@ def _reference_layers(seed=0, scale=1.0):
     return [(w * scale, b * scale) for w, b in layers]
 
 
+def test_the_play_s_network_computes_the_numbers_of_one_forward_pass_per_batch_to_the_bit():
+    """The play's NatureDQN (weights converted once, frames scaled in place, in-place ReLUs, no
+    value head) gives the very logits of the plain forward pass written out here, for batches of
+    8 down to 1 and for every pixel value: a sampled action depends on every bit of them."""
+    import torch.nn.functional as F
+
+    from autograder.core.judging.parts.model import NatureDQN
+    from course_lib.checks.layers import NATURE_TRUNK
+
+    def plain(layers, obs):
+        tensors = [(torch.from_numpy(w).float(), torch.from_numpy(b).float()) for w, b in layers]
+        with torch.no_grad():
+            x = torch.from_numpy(obs).to(torch.float32) * (1 / 255)
+            for (weight, bias), (_, _, stride) in zip(tensors[:3], NATURE_TRUNK, strict=False):
+                x = F.relu(F.conv2d(x, weight, bias, stride=stride))
+            x = F.relu(F.linear(x.flatten(1), *tensors[3]))
+            return F.linear(x, *tensors[4]).numpy()
+
+    layers = _reference_layers()
+    network = NatureDQN(layers, dtype=torch.float32)
+    every_value = np.arange(4 * 84 * 84) % 256
+    frames = np.concatenate([every_value.reshape(1, 4, 84, 84).astype(np.uint8),
+                             fixtures.random_frames(7, 3)])  # fmt: skip
+    for batch in (8, 5, 1):
+        logits, values = network(frames[:batch], values=False)
+        assert values is None and logits.tobytes() == plain(layers, frames[:batch]).tobytes()
+
+
 def _fake(render_mode=None):
     """A scripted game of 6 actions (as Space Invaders) without FIRE, on the course's stack."""
     six = ["NOOP", "UP", "DOWN", "UPLEFT", "DOWNLEFT", "UPRIGHT"]
@@ -274,16 +302,16 @@ def test_weights_that_overflow_or_drive_the_network_into_denormals_cannot_break_
     assert played.result is None and "not finite" in played.failure
     tiny = [(np.sign(w) * np.float32(3e-10), np.zeros_like(b)) for w, b in _reference_layers()]
     frames = fixtures.random_frames(4, 0)
-    assert _denormals(verification.nature_dqn(tiny, frames, dtype=torch.float32)[0])
+    assert _denormals(verification.NatureDQN(tiny, dtype=torch.float32)(frames)[0])
     seen = []
-    original = verification.nature_dqn
 
-    def spy(layers, obs, **kwargs):
-        logits, values = original(layers, obs, **kwargs)
-        seen.append((torch.get_num_threads(), _denormals(logits)))
-        return logits, values
+    class Spy(verification.NatureDQN):
+        def __call__(self, obs, values=True):
+            logits, value = super().__call__(obs, values)
+            seen.append((torch.get_num_threads(), _denormals(logits)))
+            return logits, value
 
-    monkeypatch.setattr(verification, "nature_dqn", spy)
+    monkeypatch.setattr(verification, "NatureDQN", Spy)
     played = play_agent(tiny, short, seeds=[1], make_env=_fake)
     assert played.result is not None and seen and all(seen_ == (1, False) for seen_ in seen)
 

@@ -14,11 +14,14 @@ no student code runs while they are played, and no sandbox is started for it:
 3. :func:`play_agent` plays the course's evaluation protocol in this process, with the seeds
    drawn from :mod:`secrets` for this grading alone: the grader's emulators, the grader's
    network (the Nature-DQN forward pass of the judges,
-   :func:`autograder.core.judging.parts.model.nature_dqn`, in float32, one thread, denormal
+   :class:`autograder.core.judging.parts.model.NatureDQN`, in float32, one thread, denormal
    numbers flushed to zero) and the grader's sampling of every action. Its CPU (this thread's:
    the emulators and the network) is capped by the course's ``agent.cpu_seconds``
    (:class:`~autograder.core.course.limits.AgentLimits`, the instructor's ``--agent-cpu-seconds``);
-   the games finished by then are the score.
+   the games finished by then are the score. The emulators are the process's
+   (:data:`EMULATORS`): made by the first play that needs them and kept for the next
+   submission's, each game starting from a seeded reset that leaves nothing of the games
+   played before (:mod:`course_lib.env_pool`).
 
 :func:`verify_agent` puts them together into an :class:`AgentReport`: the verified score beside
 the score the notebook claims, or a note saying why there is none. Never raises for the
@@ -40,7 +43,8 @@ from autograder.core.agent_play.fingerprint import weights_fingerprint
 from autograder.core.agent_play.handed_in import HandedIn
 from autograder.core.agent_play.model_check import judge_check
 from autograder.core.course.limits import AgentLimits
-from autograder.core.judging.parts.model import nature_dqn
+from autograder.core.judging.parts.model import NatureDQN
+from course_lib.env_pool import EnvPool
 from course_lib.evaluation import (
     GRADER_PROTOCOL,
     AgentAnswerError,
@@ -59,6 +63,9 @@ __all__ = [
     "play_agent",
     "verify_agent",
 ]
+
+#: The grader's emulators, kept between plays in this process (two plays at once: 16 of a kind).
+EMULATORS = EnvPool(keep=16)
 
 #: Two evaluations of one agent on the same protocol differ by more than this many standard
 #: errors (of their difference) about once in 300 honest submissions.
@@ -171,13 +178,15 @@ def play_agent(
 ) -> Played:
     """Play ``protocol`` in this thread with the course's network of ``layers`` (``(weight,
     bias)`` float32 of conv1..3, fc, the policy and the value heads) on seeds drawn here (or
-    ``seeds``, for tests that must know them): the grader's emulators (``make_env``: tests'
-    fake games), network and sampling; ``limits``: the course's (default: the declared ones)."""
+    ``seeds``, for tests that must know them): the grader's emulators (:data:`EMULATORS`;
+    ``make_env``: tests' fake games, made for this play), network and sampling; ``limits``:
+    the course's (default: the declared ones)."""
     limits = limits or AgentLimits()
     seeds = game_seeds(protocol.games) if seeds is None else list(seeds)
     finished: list[GameResult] = []
     played = Played(None, seeds=seeds)
     start = time.thread_time()
+    course_network = NatureDQN(layers, dtype=torch.float32)
 
     def network(observations: np.ndarray) -> np.ndarray:
         used = time.thread_time() - start
@@ -186,13 +195,13 @@ def play_agent(
                 f"capped at {limits.cpu_seconds:g} s of CPU: {len(finished)} of "
                 f"{protocol.games} games finished"
             )
-        return nature_dqn(layers, observations, dtype=torch.float32)[0]
+        return course_network(observations, values=False)[0]
 
     try:
         with _PlayingThread():
             played.result = play_games(
                 network, protocol, seeds, make_env=make_env, replay_steps=replay_steps,
-                on_game_end=finished.append,
+                on_game_end=finished.append, pool=EMULATORS if make_env is None else None,
             )  # fmt: skip
     except _CpuSpent as stop:
         played.capped = str(stop)

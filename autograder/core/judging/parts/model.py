@@ -48,6 +48,7 @@ from course_lib.checks.properties import output_pair_problem
 __all__ = [
     "GATE",
     "SUBCHECKS",
+    "NatureDQN",
     "draw_cases",
     "nature_dqn",
     "output_mismatch",
@@ -80,6 +81,39 @@ def _drawn(weight_seed: int, n_actions: int, biases: tuple[bool, ...]):
     return [(w, b if has else np.zeros_like(b)) for (w, b), has in zip(drawn, biases, strict=True)]
 
 
+class NatureDQN:
+    """The grader's own Nature-DQN network with the given weights (conv1..3, fc, policy and
+    value heads), converted to ``dtype`` once: float64 for the judges, float32 for playing a
+    saved agent (:mod:`autograder.core.agent_play`), which asks for thousands of batches."""
+
+    def __init__(
+        self,
+        weights: list[tuple[np.ndarray, np.ndarray]],
+        scale: float = 1 / 255,
+        dtype: torch.dtype = torch.float64,
+    ) -> None:
+        self.scale, self.dtype = scale, dtype
+        self.tensors = [
+            (torch.from_numpy(w).to(dtype), torch.from_numpy(b).to(dtype)) for w, b in weights
+        ]
+
+    def __call__(
+        self, obs: np.ndarray, values: bool = True
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(logits, values)`` of the observations ``obs``; ``values`` False: ``(logits, None)``."""
+        tensors = self.tensors
+        with torch.inference_mode():
+            obs = np.asarray(obs)
+            x = torch.from_numpy(obs if obs.flags.writeable else obs.copy())
+            x = x.to(self.dtype, copy=True).mul_(self.scale)  # in place: never the caller's
+            for (weight, bias), (_, _, stride) in zip(tensors[:3], NATURE_TRUNK, strict=False):
+                x = F.relu(F.conv2d(x, weight, bias, stride=stride), inplace=True)
+            x = F.relu(F.linear(x.flatten(1), *tensors[3]), inplace=True)
+            logits = F.linear(x, *tensors[4])
+            value = F.linear(x, *tensors[5]).squeeze(-1).numpy() if values else None
+        return logits.numpy(), value
+
+
 def nature_dqn(
     weights: list[tuple[np.ndarray, np.ndarray]],
     obs: np.ndarray,
@@ -87,18 +121,10 @@ def nature_dqn(
     dtype: torch.dtype = torch.float64,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The grader's own Nature-DQN forward pass with the given weights (conv1..3, fc, policy
-    and value heads): float64 for the judges, float32 for playing a saved agent
-    (:mod:`autograder.core.agent_play`)."""
-    tensors = [(torch.from_numpy(w).to(dtype), torch.from_numpy(b).to(dtype)) for w, b in weights]
-    with torch.no_grad():
-        obs = np.asarray(obs)
-        x = torch.from_numpy(obs if obs.flags.writeable else obs.copy()).to(dtype) * scale
-        for (weight, bias), (_, _, stride) in zip(tensors[:3], NATURE_TRUNK, strict=False):
-            x = F.relu(F.conv2d(x, weight, bias, stride=stride))
-        x = F.relu(F.linear(x.flatten(1), *tensors[3]))
-        logits = F.linear(x, *tensors[4])
-        values = F.linear(x, *tensors[5]).squeeze(-1)
-    return logits.numpy(), values.numpy()
+    and value heads): :class:`NatureDQN` on one batch."""
+    logits, values = NatureDQN(weights, scale, dtype)(obs)
+    assert values is not None
+    return logits, values
 
 
 @functools.lru_cache(maxsize=16)

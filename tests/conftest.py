@@ -8,10 +8,16 @@ hands them out in the order collected, which this hook sets: the long files run 
 other and the short ones fill in after them, so that both workers finish at about the same
 time. The order of the tests within a file is unchanged; files not named here follow in their
 usual order.
+
+Each worker computes with one torch thread. Torch starts a thread a core in every process, so
+two workers on two cores ran four threads that spun waiting for each other: a test file of
+small in-process probes took two to three times the CPU beside the other worker than alone.
+Processes the tests start (graders, sandboxes, training runs, kernels) keep their own settings.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 #: The longest test files, longest first (per-file times on 2 cores: docs/benchmarks.md).
@@ -25,6 +31,14 @@ LONGEST_FIRST = (
     "test_sandbox_isolation.py",
     "test_intake.py",
 )
+
+
+def pytest_configure(config):
+    """One torch thread in each xdist worker when there are several (see the docstring)."""
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        import torch
+
+        torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(config, items):

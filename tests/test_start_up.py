@@ -1,5 +1,6 @@
 """What a grader process costs around its work: no parser tables built for checks it never runs,
-no final garbage collection over what its imports left."""
+no torch.compile import for optimizers it only steps, no idle torch threads, no stacks formatted
+to seed devices it never starts, no final garbage collection over what its imports left."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ import gc
 import runpy
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+RELEASE = Path(__file__).resolve().parent.parent / "notebooks" / "a2c.ipynb"
 
 
 def test_a_grader_process_skips_jsonschemas_uri_parsers_and_still_validates_notebooks():
@@ -51,3 +55,55 @@ def test_python_m_autograder_freezes_what_is_left_once_the_command_is_done(monke
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_an_assessors_reference_side_builds_its_optimizers_without_torch_compile(tmp_path):
+    """Once a process holds an assessor, does the reference's A2C (which builds torch optimizers
+    on the grading's cases) leave torch.compile's machinery unloaded?"""
+    code = (
+        "import sys\n"
+        "from autograder.core.assessor import Assessor\n"
+        "from autograder.core.judging import make_plan, prepare_references\n"
+        f"Assessor({str(RELEASE)!r}, {str(tmp_path / 'view')!r}, warm=False)\n"
+        "prepare_references(make_plan(7))\n"
+        "print(type(sys.modules['torch._dynamo']).__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "_DynamoStandIn"
+
+
+def test_the_grader_computes_on_one_torch_thread_and_gives_the_threads_back():
+    """Inside ``one_torch_thread`` the calling thread has one torch thread; after it (an error
+    included) the count it had."""
+    import torch
+
+    from autograder.core.torch_threads import one_torch_thread
+
+    before = torch.get_num_threads()
+    with one_torch_thread():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError), one_torch_thread():
+        raise ValueError("a judge failed")
+    assert torch.get_num_threads() == before
+
+
+def test_seeding_a_probe_draws_torch_s_numbers_without_formatting_the_stack(monkeypatch):
+    """Does ``seed_all`` give the numbers ``torch.manual_seed`` gives, without queueing a seeding
+    (and formatting the stack) for accelerators the grading never starts?"""
+    import traceback
+
+    import torch
+
+    from autograder.sandboxed.grading_runtime.seeding import seed_all
+
+    torch.manual_seed(1234)
+    expected = torch.rand(8)
+
+    def no_stack(*args, **kwargs):
+        raise AssertionError("the stack was formatted")
+
+    monkeypatch.setattr(traceback, "format_stack", no_stack)
+    seed_all(1234)
+    assert torch.equal(torch.rand(8), expected)

@@ -76,6 +76,8 @@ from autograder.core.judging.run_outcome import cell_notes, run_status, score_pa
 from autograder.core.package_digest import package_files
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.core.sandbox_view import job_argv, job_env, setup_modules, write_view
+from autograder.core.torch_threads import one_torch_thread
+from autograder.sandboxed.grading_runtime import eager_torch
 from autograder.sandboxed.grading_runtime import record as records
 from course_lib.evaluation import GRADER_PROTOCOL
 
@@ -180,6 +182,10 @@ class Assessor:
             else None
         )
         self._redactor = Redactor([self.workdir, *private_folders])
+        # The reference's A2C builds torch optimizers, whose first build imports torch.compile's
+        # machinery (1 to 3 s of CPU) unless the eager stand-in is in place: this process
+        # compiles nothing (autograder/sandboxed/grading_runtime/eager_torch.py).
+        eager_torch.install()
 
     @property
     def limits(self) -> Limits:
@@ -282,7 +288,7 @@ class Assessor:
             result.timings["sandbox"] = ran.seconds
             judged = time.perf_counter()
             channel = read_channel(ran.channel, plan)  # bounded, untrusted: outside the lock
-            with _JUDGE_LOCK:
+            with _JUDGE_LOCK, one_torch_thread():
                 self._judge(result, nb, plan, ran, channel)
             result.timings["judge"] = time.perf_counter() - judged
             if agent is not None:
@@ -330,7 +336,7 @@ class Assessor:
 
     @staticmethod
     def _prepare_references(plan: dict[str, Any]) -> None:
-        with _JUDGE_LOCK:
+        with _JUDGE_LOCK, one_torch_thread():
             prepare_references(plan)
 
     def _judge(

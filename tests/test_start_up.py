@@ -1,6 +1,7 @@
 """What a grader process costs around its work: no parser tables built for checks it never runs,
 no torch.compile import for optimizers it only steps, no idle torch threads, no stacks formatted
-to seed devices it never starts, no final garbage collection over what its imports left."""
+to seed devices it never starts, nbgrader imported while the first notebook runs rather than
+before, no final garbage collection over what its imports left."""
 
 from __future__ import annotations
 
@@ -107,3 +108,27 @@ def test_seeding_a_probe_draws_torch_s_numbers_without_formatting_the_stack(monk
     monkeypatch.setattr(traceback, "format_stack", no_stack)
     seed_all(1234)
     assert torch.equal(torch.rand(8), expected)
+
+
+def test_a_grading_command_imports_nbgrader_while_its_first_notebook_runs(tmp_path):
+    """Are nbgrader, nbconvert and SQLAlchemy (what recording a grade needs) left out of what
+    ``grade`` imports before its sandbox's run, and imported by the assessor's thread begun
+    with the first run?"""
+    code = (
+        "import sys\n"
+        "import autograder.cli, autograder.commands.grade\n"
+        "import autograder.nbgrader.grader as grader\n"
+        "from autograder.core.assessor import Assessor\n"
+        "heavy = ('mistune', 'nbconvert', 'nbgrader', 'sqlalchemy')\n"
+        "print(sorted(name for name in heavy if name in sys.modules))\n"
+        f"assessor = Assessor({str(RELEASE)!r}, {str(tmp_path / 'view')!r}, warm=False,\n"
+        "                    imports=grader.RECORDING_MODULES)\n"
+        "print(sorted(name for name in heavy if name in sys.modules))\n"
+        "assessor._start_imports()  # what assess does before the sandbox's run\n"
+        "assessor.wait_for_imports()\n"
+        "print(sorted(name for name in heavy if name in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:3] == ["[]", "[]", str(sorted(
+        ["mistune", "nbconvert", "nbgrader", "sqlalchemy"]))]  # fmt: skip

@@ -241,28 +241,3 @@ def test_feedback_speaks_course_words():
         header == f"Part 'merge_time_batch' (MergeTimeBatch): {round(result.score, 2):g} / 2 points"
     )
     assert len(header.split(":")[1].split("/")[0].strip().partition(".")[2]) <= 2
-
-
-def test_the_model_part_builds_the_net_cases_network_once_for_two_probes():
-    """Does the negative-value probe start from the net probe's network as built (one
-    make_model call fewer), and observe what it would have observed building its own?"""
-    from autograder.sandboxed.grading_runtime.harness import run_steps
-    from autograder.sandboxed.grading_runtime.probes import model as model_probes
-
-    calls: list[int] = []
-
-    def make_model(n_actions: int) -> torch.nn.Module:
-        calls.append(n_actions)
-        return reference.make_model(n_actions)
-
-    steps = make_plan(CORPUS_SEED)["parts"]["model"]
-    negative = next(step for step in steps if step["probe"] == "model_negative_values")
-    net = next(step for step in steps if step["probe"] == "model_net")
-    assert negative["case"]["n_actions"] == net["case"]["n_actions"]
-    shared = dict(run_steps(make_model, steps))
-    assert len(calls) == len(steps)  # the net probe two (the model, its twin), the others one
-    model_probes._AS_BUILT.clear()
-    alone = dict(run_steps(make_model, [negative]))
-    assert len(calls) == len(steps) + 1
-    assert shared[negative["key"]]["ok"] and alone[negative["key"]]["ok"]
-    assert shared[negative["key"]]["observation"] == alone[negative["key"]]["observation"]

@@ -296,12 +296,11 @@ def draw_cases(rng: np.random.Generator) -> dict[str, list[dict[str, Any]]]:
         }
 
     others = rng.choice([2, 4, 5, 7, 9, 14, 18], size=3, replace=False)
-    net = case(rng.choice([3, 4, 5, 6, 7, 8, 9]), int(rng.integers(3, 7)))
-    n_actions = [case(a, 2) for a in sorted(others)]
-    negative = case(6, 4, target=-float(rng.uniform(0.5, 2.0)), lr=1e-3, steps=60)
-    # The network of the net case, as built: the sandbox builds it once for both probes.
-    negative.update(n_actions=net["n_actions"], init_seed=net["init_seed"])
-    return {"net": [net], "n_actions": n_actions, "negative": [negative]}
+    return {
+        "net": [case(rng.choice([3, 4, 5, 6, 7, 8, 9]), int(rng.integers(3, 7)))],
+        "n_actions": [case(a, 2) for a in sorted(others)],
+        "negative": [case(6, 4, target=-float(rng.uniform(0.5, 2.0)), lr=1e-3, steps=60)],
+    }
 
 
 def _net(key: str, title: str, weight: int, judge, gated: bool = True) -> SubCheck:

@@ -10,7 +10,6 @@ Nature-DQN network gives with the same weights (:mod:`autograder.core.judging.pa
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -81,38 +80,6 @@ def _build(make_model: Callable[[int], Any], n_actions: int, init_seed: int) -> 
     return make_model(n_actions)
 
 
-#: A copy of the model :func:`model_net` built last, made before any probe used it, as
-#: ``(make_model, n_actions, init_seed, copy)``; at most one. :func:`model_negative_values`,
-#: whose case has the same action count and seed, starts from it instead of building the
-#: network again (a student's initialisation can take a tenth of a second: the orthogonal
-#: initialisation of the 3136 x 512 layer is a QR decomposition). A list, not a dict: the
-#: runtime's seal (:mod:`..seal`) holds a dict's items fixed, a list only by identity. What the
-#: student's code could put in it is a model it could as well have returned from make_model.
-_AS_BUILT: list[tuple[Any, int, int, Any]] = []
-
-
-def _build_and_keep(make_model: Callable[[int], Any], n_actions: int, init_seed: int) -> Any:
-    """:func:`_build`, keeping a copy of the model as built in :data:`_AS_BUILT` (none when it
-    cannot be copied: the next probe then builds its own)."""
-    model = _build(make_model, n_actions, init_seed)
-    _AS_BUILT.clear()
-    try:
-        _AS_BUILT.append((make_model, n_actions, init_seed, copy.deepcopy(model)))
-    except Exception:  # noqa: BLE001 - not copyable: built again where it is needed
-        pass
-    return model
-
-
-def _as_built(make_model: Callable[[int], Any], n_actions: int, init_seed: int) -> Any:
-    """The copy :func:`_build_and_keep` kept for these arguments (used once), else
-    :func:`_build`'s model: what ``make_model(n_actions)`` returns after ``seed_all(init_seed)``
-    either way."""
-    kept = _AS_BUILT.pop() if _AS_BUILT else None
-    if kept is not None and kept[0] is make_model and kept[1:3] == (n_actions, init_seed):
-        return kept[3]
-    return _build(make_model, n_actions, init_seed)
-
-
 def _obs(case: dict[str, Any], key: str = "obs_seed", n: str = "n") -> torch.Tensor:
     return torch.from_numpy(fixtures.random_frames(int(case[n]), int(case[key])))
 
@@ -122,7 +89,7 @@ def model_net(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observa
     outputs, gradients, registration; then, with the case's drawn weights loaded into those
     layers (:func:`.fixtures.nature_weights`), its outputs on uint8, float and one-frame inputs.
     """
-    model = _build_and_keep(make_model, case["n_actions"], case["init_seed"])
+    model = _build(make_model, case["n_actions"], case["init_seed"])
     obs = _obs(case)
     observed: Observation = {
         "is_module": isinstance(model, nn.Module),
@@ -195,9 +162,8 @@ def _registered(
 
 
 def model_negative_values(make_model: Callable[[int], Any], case: dict[str, Any]) -> Observation:
-    """Regress the values of a few frames on a negative target with Adam; report the values.
-    The model is :func:`model_net`'s as built when the cases share its action count and seed."""
-    model = _as_built(make_model, case["n_actions"], case["init_seed"])
+    """Regress the values of a few frames on a negative target with Adam; report the values."""
+    model = _build(make_model, case["n_actions"], case["init_seed"])
     obs = _obs(case)
     optimizer = torch.optim.Adam(model.parameters(), lr=case["lr"])
     target = float(case["target"])

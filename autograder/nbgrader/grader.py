@@ -219,14 +219,14 @@ class Grader:
         """Write ``assessment`` into nbgrader, once: into the course when there is one, else
         into this grader's own gradebook; check the gradebook, make the feedback, append the
         grade to ``log``; never raises."""
-        self.assessor.wait_for_imports()  # RECORDING_MODULES, begun with the first run
-        from autograder.nbgrader.gradebook_check import check_gradebook
-        from autograder.nbgrader.preprocessors.trusted_scores import AGENT_POINTS_KEY
-
         result = assessment.result
         if not assessment.notebook:  # unreadable, or the grader failed: nothing for nbgrader
             _append(log, result)
             return result
+        self.assessor.wait_for_imports()  # RECORDING_MODULES, begun with the first run
+        from autograder.nbgrader.gradebook_check import check_gradebook
+        from autograder.nbgrader.preprocessors.trusted_scores import AGENT_POINTS_KEY
+
         start = time.perf_counter()
         student = result.student
         scores = self.workdir / "scores" / f"{next(self._ids):05d}.json"

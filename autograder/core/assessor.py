@@ -63,6 +63,7 @@ from autograder.core.isolation import (
     environment_fingerprint,
     require_isolation,
     run_isolated,
+    templates,
 )
 from autograder.core.isolation.redaction import Redactor
 from autograder.core.isolation.template import Warm
@@ -88,8 +89,8 @@ WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times 
 START_SECONDS = 30.0
 #: What :meth:`Assessor.assess` imports only once a run is done: the notebook's markdown made
 #: safe and its languages the course's, rendered with nbconvert (about a second of CPU). A
-#: grading process imports them in a thread while its first sandbox runs, instead of before it
-#: can start (:meth:`Assessor.wait_for_imports`).
+#: grading process imports them in a thread while its first sandbox runs (once its template has
+#: started), instead of before it can start (:meth:`Assessor.wait_for_imports`).
 AFTER_RUN_MODULES = (
     "autograder.core.intake.student_markdown",
     "autograder.core.intake.code_highlighting",
@@ -193,8 +194,8 @@ class Assessor:
         )
         self._redactor = Redactor([self.workdir, *private_folders])
         self._imports = threading.Thread(
-            target=_import_quietly, args=((*AFTER_RUN_MODULES, *imports),), daemon=True,
-            name="a2c-imports-during-run",
+            target=self._import_once_started, args=((*AFTER_RUN_MODULES, *imports),),
+            daemon=True, name="a2c-imports-during-run",
         )  # fmt: skip
         self._imports_lock = threading.Lock()
         # The reference's A2C builds torch optimizers, whose first build imports torch.compile's
@@ -356,10 +357,18 @@ class Assessor:
 
     def _start_imports(self) -> None:
         """Begin the imports a run's end needs (:data:`AFTER_RUN_MODULES` and the caller's), in a
-        thread, once: the sandbox's run comes next, and this thread mostly waits for it."""
+        thread, once: the sandbox's run comes next (the template's start first, where it is
+        still starting: the thread waits for that)."""
         with self._imports_lock:
             if self._imports.ident is None:
                 self._imports.start()
+
+    def _import_once_started(self, names: Sequence[str]) -> None:
+        """Import ``names`` once this assessor's template has started (at once without one):
+        a template still starting needs the CPU more, as the first run waits for it."""
+        if self.warm is not None:
+            templates.wait_for_start(self.warm.key, timeout=START_SECONDS)
+        _import_quietly(names)
 
     def wait_for_imports(self) -> None:
         """Return once the imports begun with the first run are done (at once if none began):

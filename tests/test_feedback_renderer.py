@@ -1,4 +1,5 @@
-"""Feedback pages are made in a child process with a time limit, outside the grader's locks.
+"""Feedback pages are made in a child process with a time limit, outside the grader's locks; the
+grading threads share their children.
 
 A page renders student text (markdown, highlighted code, outputs) through libraries whose worst
 cases the kit does not bound; the child that does it is killed when it runs late, and the
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from autograder.core.reports.grade_result import GradeResult, PartScore
-from autograder.nbgrader import grader
+from autograder.nbgrader import feedback_renderer, grader
 from autograder.nbgrader.course import CourseTemplate, NbgraderError
 from autograder.nbgrader.feedback_renderer import (
     START_SECONDS,
@@ -69,3 +70,69 @@ def test_a_grade_whose_page_fails_stands_with_a_note_and_a_plain_page(tmp_path, 
     assert any("took longer than 30 s" in note for note in result.notes)
     page = (tmp_path / "feedback" / "alice.html").read_text(encoding="utf-8")
     assert "1.00 / 1" in page and "took longer than 30 s" in page
+
+
+class _FakeRenderer:
+    """A renderer whose pages take ``SECONDS[student]`` (0.05 s by default); no child."""
+
+    SECONDS: dict[str, float] = {}
+
+    def __init__(self) -> None:
+        self.page_started: float | None = None
+        self.pages: list[str] = []
+
+    def render(self, workspace: CourseTemplate, student: str) -> Path:
+        self.page_started = time.monotonic()
+        try:
+            time.sleep(self.SECONDS.get(student, 0.05))
+            self.pages.append(student)
+            return Path(student)
+        finally:
+            self.page_started = None
+
+    def close(self) -> None:
+        pass
+
+
+def _pages_in_threads(children, students_of_threads):
+    import threading
+
+    done: list[tuple[str, float]] = []
+
+    def make(students):
+        for student in students:
+            renderer = children.take()
+            try:
+                renderer.render(CourseTemplate(Path("/nowhere")), student)
+                done.append((student, time.monotonic()))
+            finally:
+                children.give_back(renderer)
+
+    threads = [threading.Thread(target=make, args=(s,)) for s in students_of_threads]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return done
+
+
+def test_grading_threads_share_one_feedback_child_while_pages_are_quick(monkeypatch):
+    """Do two threads making pages at once share one child (one start-up, 1.5 s of CPU) rather
+    than start one each, every page made once?"""
+    monkeypatch.setattr(feedback_renderer, "FeedbackRenderer", _FakeRenderer)
+    children = feedback_renderer._Children(wait_seconds=2.0)
+    done = _pages_in_threads(children, [["a1", "a2", "a3"], ["b1", "b2", "b3"]])
+    assert len(children.made) == 1
+    assert sorted(children.made[0].pages) == sorted(student for student, _ in done)
+    assert len(done) == 6
+
+
+def test_a_page_that_runs_long_keeps_another_thread_waiting_only_briefly(monkeypatch):
+    """While one student's page runs long, does the other thread start a child of its own after
+    the wait, and make its pages before the long one is done?"""
+    monkeypatch.setattr(feedback_renderer, "FeedbackRenderer", _FakeRenderer)
+    monkeypatch.setattr(_FakeRenderer, "SECONDS", {"slow": 1.5})
+    children = feedback_renderer._Children(wait_seconds=0.2)
+    done = dict(_pages_in_threads(children, [["slow"], ["quick1", "quick2"]]))
+    assert len(children.made) == 2
+    assert done["quick2"] < done["slow"]

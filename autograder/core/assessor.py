@@ -56,15 +56,14 @@ from autograder.core.course.limits import Limits
 from autograder.core.course.settings import Course
 from autograder.core.file_tree import tree_digest
 from autograder.core.grading_job import job_cells
-from autograder.core.intake.code_highlighting import course_languages
 from autograder.core.intake.repair import repair_submission
-from autograder.core.intake.student_markdown import safe_markdown
 from autograder.core.intake.student_outputs import keep_submitted_outputs
 from autograder.core.intake.submission_file import UnreadableNotebook, parse_notebook
 from autograder.core.isolation import (
     environment_fingerprint,
     require_isolation,
     run_isolated,
+    templates,
 )
 from autograder.core.isolation.redaction import Redactor
 from autograder.core.isolation.template import Warm
@@ -76,16 +75,26 @@ from autograder.core.judging.run_outcome import cell_notes, run_status, score_pa
 from autograder.core.package_digest import package_files
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.core.sandbox_view import job_argv, job_env, setup_modules, write_view
+from autograder.core.torch_threads import one_torch_thread
+from autograder.sandboxed.grading_runtime import eager_torch
 from autograder.sandboxed.grading_runtime import record as records
 from course_lib.evaluation import GRADER_PROTOCOL
 
-__all__ = ["Assessment", "Assessor"]
+__all__ = ["AFTER_RUN_MODULES", "Assessment", "Assessor"]
 
 #: The sandbox's wall clock: the runner's budget plus this, for start-up and kills.
 WALL_MARGIN = 60.0
 WALL_CLOCK_FACTOR = 2.0  #: the runner stops a probe step after this many times its CPU limit
 #: What a run's start takes (the sandbox, Python, IPython and torch imported), for its CPU cap.
 START_SECONDS = 30.0
+#: What :meth:`Assessor.assess` imports only once a run is done: the notebook's markdown made
+#: safe and its languages the course's, rendered with nbconvert (about a second of CPU). A
+#: grading process imports them in a thread while its first sandbox runs (once its template has
+#: started), instead of before it can start (:meth:`Assessor.wait_for_imports`).
+AFTER_RUN_MODULES = (
+    "autograder.core.intake.student_markdown",
+    "autograder.core.intake.code_highlighting",
+)
 #: Judging draws on torch's global random state (fixtures are built from seeds), so parallel
 #: gradings judge one at a time.
 _JUDGE_LOCK = threading.Lock()
@@ -127,6 +136,9 @@ class Assessor:
             course, the solution's folder); ``workdir`` is one already.
         warm: fork each student's sandbox from this process's template where one can be had
             (:mod:`autograder.core.isolation.template`); ``False``: every run starts afresh.
+        imports: more modules the caller needs once a run is done (a front end's recording),
+            imported with the assessor's own (:data:`AFTER_RUN_MODULES`) while the first run
+            goes on (:meth:`wait_for_imports`).
     """
 
     def __init__(
@@ -138,6 +150,7 @@ class Assessor:
         private_folders: Sequence[Path] = (),
         timeout: float | None = None,
         warm: bool = True,
+        imports: Sequence[str] = (),
     ) -> None:
         if not isinstance(release, nbformat.NotebookNode):
             release = nbformat.read(Path(release), as_version=4)
@@ -180,6 +193,15 @@ class Assessor:
             else None
         )
         self._redactor = Redactor([self.workdir, *private_folders])
+        self._imports = threading.Thread(
+            target=self._import_once_started, args=((*AFTER_RUN_MODULES, *imports),),
+            daemon=True, name="a2c-imports-during-run",
+        )  # fmt: skip
+        self._imports_lock = threading.Lock()
+        # The reference's A2C builds torch optimizers, whose first build imports torch.compile's
+        # machinery (1 to 3 s of CPU) unless the eager stand-in is in place: this process
+        # compiles nothing (autograder/sandboxed/grading_runtime/eager_torch.py).
+        eager_torch.install()
 
     @property
     def limits(self) -> Limits:
@@ -275,6 +297,7 @@ class Assessor:
             # The reference's observations on these cases, computed while the sandbox runs.
             references = threading.Thread(target=self._prepare_references, args=(plan,))
             references.start()
+            self._start_imports()
             try:
                 ran = self._run(cells, plan, threads)
             finally:
@@ -282,7 +305,7 @@ class Assessor:
             result.timings["sandbox"] = ran.seconds
             judged = time.perf_counter()
             channel = read_channel(ran.channel, plan)  # bounded, untrusted: outside the lock
-            with _JUDGE_LOCK:
+            with _JUDGE_LOCK, one_torch_thread():
                 self._judge(result, nb, plan, ran, channel)
             result.timings["judge"] = time.perf_counter() - judged
             if agent is not None:
@@ -290,6 +313,10 @@ class Assessor:
                 self._play_agent(result, agent, records, check, memory or {})
             result.notes += keep_submitted_outputs(nb)
             show_in_notebook(nb, result.agent)
+            self.wait_for_imports()  # then each module is imported by one thread only
+            from autograder.core.intake.code_highlighting import course_languages
+            from autograder.core.intake.student_markdown import safe_markdown
+
             result.notes += safe_markdown(nb, self.release)
             result.notes += course_languages(nb, self.release)
             return Assessment(result, nbformat.writes(nb))
@@ -328,9 +355,33 @@ class Assessor:
             result.agent["note"] = note
             result.notes.append(f"agent: {note}")
 
+    def _start_imports(self) -> None:
+        """Begin the imports a run's end needs (:data:`AFTER_RUN_MODULES` and the caller's), in a
+        thread, once: the sandbox's run comes next (the template's start first, where it is
+        still starting: the thread waits for that)."""
+        with self._imports_lock:
+            if self._imports.ident is None:
+                self._imports.start()
+
+    def _import_once_started(self, names: Sequence[str]) -> None:
+        """Import ``names`` once this assessor's template has started (at once without one):
+        a template still starting needs the CPU more, as the first run waits for it."""
+        if self.warm is not None:
+            templates.wait_for_start(self.warm.key, timeout=START_SECONDS)
+        _import_quietly(names)
+
+    def wait_for_imports(self) -> None:
+        """Return once the imports begun with the first run are done (at once if none began):
+        a caller imports those modules after this, so that no module is imported by two threads
+        at once (two threads importing modules that import each other can deadlock)."""
+        with self._imports_lock:
+            started = self._imports.ident is not None
+        if started:
+            self._imports.join()
+
     @staticmethod
     def _prepare_references(plan: dict[str, Any]) -> None:
-        with _JUDGE_LOCK:
+        with _JUDGE_LOCK, one_torch_thread():
             prepare_references(plan)
 
     def _judge(
@@ -382,3 +433,14 @@ class Assessor:
         if ran.channel_overflow:
             found.append(f"more than {self.limits.sandbox.channel_bytes} bytes of results")
         return found
+
+
+def _import_quietly(names: Sequence[str]) -> None:
+    """Import ``names``; a module that fails is left for its user to import (and see why)."""
+    import importlib
+
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the import where the module is used says why
+            continue

@@ -34,7 +34,6 @@ from autograder.nbgrader.gradebook_session import (
     gradebook_session,
     one_engine_per_gradebook,
 )
-from autograder.nbgrader.preprocessors.save_extra_credit import bonus_as_extra_credit
 
 # The assignment id, the notebook name and the source notebook are the course's own
 # (solutions.parts, which the notebook builder reads too): the release and the grading course
@@ -180,10 +179,20 @@ def build_template(
     shutil.copyfile(CONFIG_FILE, template.course / "nbgrader_config.py")
     shutil.copyfile(source_notebook, template.course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
     run_nbgrader(template, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
-    bonus_as_extra_credit(template.db_url, ASSIGNMENT, NOTEBOOK)
+    _bonus_as_extra_credit(template.db_url)
     if not template.release_notebook.is_file():
         raise NbgraderError(f"generate_assignment wrote no {template.release_notebook}")
     return template
+
+
+def _bonus_as_extra_credit(db_url: str) -> None:
+    """The bonus parts recorded as extra credit in the gradebook at ``db_url``
+    (:mod:`autograder.nbgrader.preprocessors.save_extra_credit`, imported here: it imports
+    nbconvert, which a grading command needs only once it records, so that its imports wait
+    for the sandbox's run rather than delay its start)."""
+    from autograder.nbgrader.preprocessors.save_extra_credit import bonus_as_extra_credit
+
+    bonus_as_extra_credit(db_url, ASSIGNMENT, NOTEBOOK)
 
 
 #: The empty folder inside a course that nbgrader's exchange is pointed at (``config.py``).
@@ -212,7 +221,7 @@ def open_course(folder: Path, source_notebook: Path = SOURCE_NOTEBOOK) -> Course
         shutil.copyfile(CONFIG_FILE, course.course / "nbgrader_config.py")
         shutil.copyfile(source_notebook, source)
         run_nbgrader(course, "generate_assignment", {"assignment_id": ASSIGNMENT, "force": True})
-    bonus_as_extra_credit(course.db_url, ASSIGNMENT, NOTEBOOK)  # an older course too
+    _bonus_as_extra_credit(course.db_url)  # an older course too
     # nbgrader's exchange, which this course does not use: the configuration points it here, so
     # that JupyterLab's nbgrader panels in the course folder find it (an older course too).
     (course.course / EXCHANGE).mkdir(exist_ok=True)

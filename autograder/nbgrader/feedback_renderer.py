@@ -3,14 +3,21 @@
 A feedback page is the student's notebook rendered to HTML: their markdown, their code
 highlighted, their outputs. That is student text going through nbconvert, mistune and pygments,
 libraries whose worst cases are not ours to bound. So the grader's own process never renders it:
-:func:`render_feedback` asks a child process (``python -m autograder.nbgrader.feedback_renderer``,
-started once per grading thread and kept for the next student) to run nbgrader's
-``generate_feedback`` for one student, and waits at most :data:`FEEDBACK_SECONDS` for its answer,
-holding no lock: the child is a process of its own, with its own nbgrader state, and reads the
-gradebook through SQLite as formgrader does. A child that does not answer in time is killed
-(its whole process group) and the next student gets a fresh one; the student whose page it was
-keeps their grade, with a note and a plain page
+:func:`render_feedback` asks a child process (``python -m autograder.nbgrader.feedback_renderer``)
+to run nbgrader's ``generate_feedback`` for one student, and waits at most
+:data:`FEEDBACK_SECONDS` for its answer, holding no lock: the child is a process of its own, with
+its own nbgrader state, and reads the gradebook through SQLite as formgrader does. A child that
+does not answer in time is killed (its whole process group) and the next student gets a fresh
+one; the student whose page it was keeps their grade, with a note and a plain page
 (:func:`autograder.nbgrader.plain_feedback.plain_feedback_page`).
+
+The children are shared by the grading threads (:class:`_Children`): a page goes to a child
+that is free, else, while every child is busy, waits for one to come free, but never more than
+:data:`WAIT_SECONDS` past the start of the page it waits on, after which its thread starts a
+child of its own. A page takes a fraction of a second, and a child's start (its imports, 1.5 s
+of CPU) more: a class graded by two threads mostly needs one child, and a page that runs to its
+limit delays another student's page by at most :data:`WAIT_SECONDS`. There are never more
+children than threads making pages at once.
 
 The child reads one JSON request a line on stdin (``{"root", "persistent", "student"}``) and
 answers one JSON line (``{"html": path}`` or ``{"error": text}``); its stdout is kept for the
@@ -47,6 +54,9 @@ READY = b'{"ready": true}\n'
 CHILD_MEMORY_BYTES = 2 * 1024**3
 #: The longest answer line read from the child (a path or an error's first lines).
 ANSWER_BYTES = 64 * 1024
+#: How long a page waits for a busy child, counted from the start of that child's page (its
+#: start-up not counted), before its thread starts a child of its own.
+WAIT_SECONDS = 2.0
 
 
 class FeedbackTimeout(NbgraderError):
@@ -56,13 +66,16 @@ class FeedbackTimeout(NbgraderError):
 class FeedbackRenderer:
     """One child process that makes feedback pages on request, each within ``time_limit``.
 
-    Not thread-safe: each grading thread uses its own (:func:`render_feedback` keeps one a
-    thread). The child starts on the first request and after a timeout or a crash.
+    Not thread-safe: one thread at a time uses it (:func:`render_feedback` lends each of its
+    children to one page at a time). The child starts on the first request and after a timeout
+    or a crash.
     """
 
     def __init__(self, time_limit: float = FEEDBACK_SECONDS) -> None:
         self.time_limit = time_limit
         self._child: subprocess.Popen[bytes] | None = None
+        #: when the page being made was asked for (``time.monotonic``); None between pages
+        self.page_started: float | None = None
 
     def render(self, workspace: CourseTemplate, student: str) -> Path:
         """The feedback HTML of ``student`` in ``workspace`` (nbgrader's feedback folder).
@@ -74,6 +87,13 @@ class FeedbackRenderer:
         child = self._started()
         request = {"root": str(workspace.root), "persistent": workspace.persistent,
                    "student": student}  # fmt: skip
+        self.page_started = time.monotonic()
+        try:
+            return self._page(child, request)
+        finally:
+            self.page_started = None
+
+    def _page(self, child: subprocess.Popen[bytes], request: dict[str, Any]) -> Path:
         assert child.stdin is not None and child.stdout is not None
         deadline = time.monotonic() + self.time_limit  # counted from the request on
         try:
@@ -152,26 +172,66 @@ class FeedbackRenderer:
                 stream.close()
 
 
-_renderers: list[FeedbackRenderer] = []
-_this_thread = threading.local()
-_renderers_lock = threading.Lock()  # held only to add a renderer to the list
+class _Children:
+    """The renderers the grading threads share (the module docstring): :meth:`take` one for a
+    page, :meth:`give_back` it after; the lock is held only to pick one from the lists."""
+
+    def __init__(self, wait_seconds: float = WAIT_SECONDS) -> None:
+        self.wait_seconds = wait_seconds
+        self._changed = threading.Condition()
+        self._free: list[FeedbackRenderer] = []
+        self._busy: list[FeedbackRenderer] = []
+        self.made: list[FeedbackRenderer] = []  #: every renderer made, for the exit
+
+    def take(self) -> FeedbackRenderer:
+        """A free renderer, or a new one once no busy one will come free in time."""
+        with self._changed:
+            while not self._free and not self._waited_enough():
+                self._changed.wait(0.05)
+            if self._free:
+                renderer = self._free.pop()
+            else:
+                renderer = FeedbackRenderer()
+                self.made.append(renderer)
+            self._busy.append(renderer)
+            return renderer
+
+    def _waited_enough(self) -> bool:
+        """No renderer is busy, or every busy one's page began over ``wait_seconds`` ago (one
+        still starting its child is waited for: its start-up is not the student's doing)."""
+        now = time.monotonic()
+        return all(
+            renderer.page_started is not None and now - renderer.page_started > self.wait_seconds
+            for renderer in self._busy
+        )
+
+    def give_back(self, renderer: FeedbackRenderer) -> None:
+        with self._changed:
+            self._busy.remove(renderer)
+            self._free.append(renderer)
+            self._changed.notify()
+
+    def close(self) -> None:
+        for renderer in self.made:
+            renderer.close()
+
+
+_children = _Children()
 
 
 def render_feedback(workspace: CourseTemplate, student: str) -> Path:
-    """:meth:`FeedbackRenderer.render` with this thread's renderer (started on first use,
-    stopped when the process exits)."""
-    renderer = getattr(_this_thread, "renderer", None)
-    if renderer is None:
-        renderer = _this_thread.renderer = FeedbackRenderer()
-        with _renderers_lock:
-            _renderers.append(renderer)
-    return renderer.render(workspace, student)
+    """:meth:`FeedbackRenderer.render` with a child the grading threads share (started on first
+    use, stopped when the process exits)."""
+    renderer = _children.take()
+    try:
+        return renderer.render(workspace, student)
+    finally:
+        _children.give_back(renderer)
 
 
 @atexit.register
 def _close_all() -> None:
-    for renderer in _renderers:
-        renderer.close()
+    _children.close()
 
 
 def _serve() -> None:

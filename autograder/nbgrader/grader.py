@@ -77,14 +77,25 @@ from autograder.nbgrader.course import (
     open_course,
 )
 from autograder.nbgrader.feedback_renderer import render_feedback
-from autograder.nbgrader.gradebook_check import check_gradebook
 from autograder.nbgrader.plain_feedback import plain_feedback_page
-from autograder.nbgrader.preprocessors.trusted_scores import AGENT_POINTS_KEY
 from autograder.nbgrader.progress_log import ProgressLog
 from autograder.nbgrader.template_cache import template_course
 from solutions.parts import ASSIGNMENT, NOTEBOOK
 
-__all__ = ["Assessment", "ClassSettings", "Grader", "grade_many"]
+__all__ = ["RECORDING_MODULES", "Assessment", "ClassSettings", "Grader", "grade_many"]
+
+#: What recording a grade imports (nbgrader's apps and converters, nbconvert, SQLAlchemy: 1 to 2
+#: s of CPU): imported while the first notebook runs in its sandbox (the assessor's ``imports``),
+#: so that ``grade`` starts its sandbox's run without waiting for them.
+RECORDING_MODULES = (
+    "nbgrader.apps.api",
+    "nbgrader.converters.autograde",
+    "autograder.nbgrader.gradebook_check",
+    "autograder.nbgrader.preprocessors.trusted_scores",
+    "autograder.nbgrader.preprocessors.check_cell_metadata",
+    "autograder.nbgrader.preprocessors.sanitize_markdown",
+    "autograder.nbgrader.exporters.grader_only",
+)
 
 
 @dataclass(frozen=True)
@@ -158,6 +169,7 @@ class Grader:
                 source_notebook.parent,
                 *([course] if course is not None else []),
             ],
+            imports=RECORDING_MODULES,
         )
         #: the release's points: what the class's reports count (part 8 and the bonus included)
         self.points = self.assessor.course.points
@@ -211,6 +223,10 @@ class Grader:
         if not assessment.notebook:  # unreadable, or the grader failed: nothing for nbgrader
             _append(log, result)
             return result
+        self.assessor.wait_for_imports()  # RECORDING_MODULES, begun with the first run
+        from autograder.nbgrader.gradebook_check import check_gradebook
+        from autograder.nbgrader.preprocessors.trusted_scores import AGENT_POINTS_KEY
+
         start = time.perf_counter()
         student = result.student
         scores = self.workdir / "scores" / f"{next(self._ids):05d}.json"

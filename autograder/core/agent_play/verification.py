@@ -30,9 +30,10 @@ submission's sake: a missing, refused or unearned agent is that student's note.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,7 @@ from autograder.core.agent_play.handed_in import HandedIn
 from autograder.core.agent_play.model_check import judge_check
 from autograder.core.course.limits import AgentLimits
 from autograder.core.judging.parts.model import NatureDQN
+from autograder.core.torch_threads import one_torch_thread
 from course_lib.env_pool import EnvPool
 from course_lib.evaluation import (
     GRADER_PROTOCOL,
@@ -153,19 +155,17 @@ class _CpuSpent(Exception):
     """The play's CPU is spent: the finished games are scored."""
 
 
-class _PlayingThread:
+@contextlib.contextmanager
+def _playing_thread() -> Iterator[None]:
     """One torch thread and denormal numbers flushed to zero in the calling thread while it
     plays (both are set per thread): the CPU this thread measures is all the play's, and
     weights that drive activations into denormals cannot slow it."""
-
-    def __enter__(self) -> None:
-        self.threads = torch.get_num_threads()
-        torch.set_num_threads(1)
+    with one_torch_thread():
         torch.set_flush_denormal(True)
-
-    def __exit__(self, *exc: object) -> None:
-        torch.set_flush_denormal(False)
-        torch.set_num_threads(self.threads)
+        try:
+            yield
+        finally:
+            torch.set_flush_denormal(False)
 
 
 def play_agent(
@@ -198,7 +198,7 @@ def play_agent(
         return course_network(observations, values=False)[0]
 
     try:
-        with _PlayingThread():
+        with _playing_thread():
             played.result = play_games(
                 network, protocol, seeds, make_env=make_env, replay_steps=replay_steps,
                 on_game_end=finished.append, pool=EMULATORS if make_env is None else None,

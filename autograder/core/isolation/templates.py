@@ -22,7 +22,13 @@ from pathlib import Path
 from autograder.core.isolation.contract import SandboxLimits, SandboxUnavailable
 from autograder.core.isolation.template import Template
 
-__all__ = ["MAX_TEMPLATES", "TEMPLATE_VARIABLE", "close_templates", "template_for"]
+__all__ = [
+    "MAX_TEMPLATES",
+    "TEMPLATE_VARIABLE",
+    "close_templates",
+    "template_for",
+    "wait_for_start",
+]
 
 TEMPLATE_VARIABLE = "A2C_TEMPLATE"  #: ``off``: every run starts afresh
 MAX_TEMPLATES = 2  #: templates a process keeps (one per view of the grader)
@@ -74,6 +80,15 @@ def template_for(
     finally:
         entry.ready.set()
     return entry.template
+
+
+def wait_for_start(key: str, timeout: float) -> None:
+    """Return once the start of this process's template for ``key`` is over (ready or failed),
+    at once when none was begun, or after ``timeout`` seconds."""
+    with _templates_lock:
+        entry = _templates.get(key)
+    if entry is not None:
+        entry.ready.wait(timeout)
 
 
 def _make_room() -> None:

@@ -22,9 +22,11 @@ does), so nothing that needs the real module ever gets the stand-in's answer:
   calls while it imports) must not load the real package in the middle of another import.
 
 Functions marked through the stand-in before the real module loads stay unmarked: code that
-compiles an optimizer's step after building it may see a graph break less. Only the sandbox's
-executor installs it (one student's process, which compiles nothing to grade); the grader's own
-process and the notebooks students run keep torch as it is.
+compiles an optimizer's step after building it may see a graph break less. Two kinds of
+process install it, neither of which compiles anything: the sandbox's executor (one student's
+process) and a grading process, once it holds an assessor (the reference's ``A2C`` builds
+optimizers on each grading's cases: :class:`autograder.core.assessor.Assessor`). The notebooks
+students and instructors run keep torch as it is.
 
 Nothing changes in what the optimizers compute (``tests/test_eager_torch.py`` checks the
 parameters after a few steps are the same bit for bit, and that torch.compile still works).

@@ -142,7 +142,7 @@ def make_fixture_model(kind: str, n_actions: int, seed: int) -> nn.Module:
     if kind not in classes:
         raise ValueError(f"kind must be one of {sorted(classes)}, got {kind!r}")
     generator_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
+    torch.default_generator.manual_seed(seed)  # the CPU's: as seed_all, no accelerator queued
     try:
         return classes[kind](n_actions)
     finally:

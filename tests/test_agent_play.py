@@ -312,7 +312,12 @@ def test_weights_that_overflow_or_drive_the_network_into_denormals_cannot_break_
             return logits, value
 
     monkeypatch.setattr(verification, "NatureDQN", Spy)
-    played = play_agent(tiny, short, seeds=[1], make_env=_fake)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # not one (the suite's workers run on one): the play must set it
+    try:
+        played = play_agent(tiny, short, seeds=[1], make_env=_fake)
+    finally:
+        torch.set_num_threads(before)
     assert played.result is not None and seen and all(seen_ == (1, False) for seen_ in seen)
 
 

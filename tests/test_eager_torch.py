@@ -92,9 +92,10 @@ def test_anything_else_of_torch_dynamo_loads_the_real_module():
     assert seen["again"] is False  # the real module stays
 
 
-def test_the_graders_own_process_keeps_torch_as_it_is():
-    """Only the sandbox's executor installs the stand-in: the grader's process (the reference's
-    side builds optimizers) and its tests, which share a process, never get it."""
+def test_the_judging_alone_keeps_torch_as_it_is():
+    """Importing the judging and computing the reference's side installs nothing: only the
+    sandbox's executor and an :class:`~autograder.core.assessor.Assessor` (a grading process)
+    install the stand-in; an instructor's notebook that grades its own parts keeps torch."""
     code = textwrap.dedent(
         """
         import json, sys

@@ -82,7 +82,7 @@ def test_the_grader_computes_on_one_torch_thread_and_gives_the_threads_back():
     included) the count it had."""
     import torch
 
-    from autograder.core.torch_threads import one_torch_thread
+    from autograder.core.judging.torch_threads import one_torch_thread
 
     before = torch.get_num_threads()
     torch.set_num_threads(2)  # not one (the suite's workers run on one): a count to give back

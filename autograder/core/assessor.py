@@ -72,10 +72,10 @@ from autograder.core.judging import make_plan, new_seed, prepare_references
 from autograder.core.judging.channel import Channel, read_channel
 from autograder.core.judging.parts import PART_NAMES
 from autograder.core.judging.run_outcome import cell_notes, run_status, score_parts
+from autograder.core.judging.torch_threads import one_torch_thread
 from autograder.core.package_digest import package_files
 from autograder.core.reports.grade_result import GradeResult, PartScore
 from autograder.core.sandbox_view import job_argv, job_env, setup_modules, write_view
-from autograder.core.torch_threads import one_torch_thread
 from autograder.sandboxed.grading_runtime import eager_torch
 from autograder.sandboxed.grading_runtime import record as records
 from course_lib.evaluation import GRADER_PROTOCOL

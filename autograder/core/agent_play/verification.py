@@ -45,7 +45,7 @@ from autograder.core.agent_play.handed_in import HandedIn
 from autograder.core.agent_play.model_check import judge_check
 from autograder.core.course.limits import AgentLimits
 from autograder.core.judging.parts.model import NatureDQN
-from autograder.core.torch_threads import one_torch_thread
+from autograder.core.judging.torch_threads import one_torch_thread
 from course_lib.env_pool import EnvPool
 from course_lib.evaluation import (
     GRADER_PROTOCOL,

@@ -66,6 +66,7 @@ from autograder.core.isolation import (
     templates,
 )
 from autograder.core.isolation.redaction import Redactor
+from autograder.core.isolation.supervision import PROCESS_START_LOCK
 from autograder.core.isolation.template import Warm
 from autograder.core.isolation.unsandboxed import require_unsandboxed_user
 from autograder.core.judging import make_plan, new_seed, prepare_references
@@ -441,6 +442,8 @@ def _import_quietly(names: Sequence[str]) -> None:
 
     for name in names:
         try:
-            importlib.import_module(name)
+            # One module at a time, never while a run's process is being forked (see the lock).
+            with PROCESS_START_LOCK:
+                importlib.import_module(name)
         except Exception:  # noqa: BLE001 - the import where the module is used says why
             continue

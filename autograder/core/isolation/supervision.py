@@ -33,6 +33,7 @@ from autograder.core.isolation.cpu_meter import INTERVAL, CpuMeter
 __all__ = [
     "CHANNEL_VARIABLE",
     "LAUNCHER",
+    "PROCESS_START_LOCK",
     "JobInput",
     "Pipes",
     "Reader",
@@ -45,6 +46,13 @@ __all__ = [
 ]
 
 CHANNEL_VARIABLE = "A2C_CHANNEL_FD"
+#: Held while a run's process is started with ``preexec_fn`` (a fork that runs Python in the
+#: child: CPython takes the import lock and the at-fork hooks' locks, logging's among them,
+#: first) and by whatever imports modules in the background of a grading process
+#: (:meth:`autograder.core.assessor.Assessor.wait_for_imports`): a fork begun while another
+#: thread was half-way through an import that wanted logging's lock waited for each other for
+#: good (two gradings at once in container mode, Python 3.11).
+PROCESS_START_LOCK = threading.Lock()
 LAUNCHER = Path(__file__).resolve().with_name("root_launcher.py")
 
 
@@ -181,14 +189,15 @@ def supervise(
     if callable(popen):
         process = popen(pipes)
     else:
-        process = subprocess.Popen(
-            **popen,
-            stdin=pipes.stdin_read,
-            stdout=pipes.log_write,
-            stderr=pipes.log_write,
-            pass_fds=pipes.keep,
-            start_new_session=True,
-        )
+        with PROCESS_START_LOCK:
+            process = subprocess.Popen(
+                **popen,
+                stdin=pipes.stdin_read,
+                stdout=pipes.log_write,
+                stderr=pipes.log_write,
+                pass_fds=pipes.keep,
+                start_new_session=True,
+            )
     pipes.started = True
     timed_out = capped = False
     cap = None if isinstance(stdin, JobInput) else limits.cpu_seconds

@@ -40,18 +40,19 @@ __all__ = [
     "RunEnd",
     "apply_limits",
     "in_sandbox_limits",
+    "start_process",
     "supervise",
     "through_root_launcher",
     "write_all",
 ]
 
 CHANNEL_VARIABLE = "A2C_CHANNEL_FD"
-#: Held while a run's process is started with ``preexec_fn`` (a fork that runs Python in the
-#: child: CPython takes the import lock and the at-fork hooks' locks, logging's among them,
-#: first) and by whatever imports modules in the background of a grading process
-#: (:meth:`autograder.core.assessor.Assessor.wait_for_imports`): a fork begun while another
-#: thread was half-way through an import that wanted logging's lock waited for each other for
-#: good (two gradings at once in container mode, Python 3.11).
+#: Held while a run's or a template's process is started with ``preexec_fn`` (a fork that runs
+#: Python in the child: CPython takes the import lock and the at-fork hooks' locks, logging's
+#: among them, first; :func:`start_process`) and by whatever imports modules in the background
+#: of a grading process (:meth:`autograder.core.assessor.Assessor.wait_for_imports`): a fork
+#: begun while another thread was half-way through an import that wanted logging's lock waited
+#: for each other for good (two gradings at once in container mode, Python 3.11).
 PROCESS_START_LOCK = threading.Lock()
 LAUNCHER = Path(__file__).resolve().with_name("root_launcher.py")
 
@@ -166,6 +167,13 @@ class RunEnd:
     cpu_capped: bool = False  #: stopped because it used up its CPU cap
 
 
+def start_process(**popen: Any) -> subprocess.Popen:
+    """``subprocess.Popen(**popen)`` under :data:`PROCESS_START_LOCK`: every process a grading
+    process starts with a ``preexec_fn`` (a run's, a template's) goes through here."""
+    with PROCESS_START_LOCK:
+        return subprocess.Popen(**popen)
+
+
 def supervise(
     pipes: Pipes,
     popen: dict[str, Any] | Callable[[Pipes], Any],
@@ -189,15 +197,14 @@ def supervise(
     if callable(popen):
         process = popen(pipes)
     else:
-        with PROCESS_START_LOCK:
-            process = subprocess.Popen(
-                **popen,
-                stdin=pipes.stdin_read,
-                stdout=pipes.log_write,
-                stderr=pipes.log_write,
-                pass_fds=pipes.keep,
-                start_new_session=True,
-            )
+        process = start_process(
+            **popen,
+            stdin=pipes.stdin_read,
+            stdout=pipes.log_write,
+            stderr=pipes.log_write,
+            pass_fds=pipes.keep,
+            start_new_session=True,
+        )
     pipes.started = True
     timed_out = capped = False
     cap = None if isinstance(stdin, JobInput) else limits.cpu_seconds

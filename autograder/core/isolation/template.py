@@ -68,7 +68,7 @@ from autograder.core.isolation.forked_student import END_SECONDS, ForkedStudent,
 from autograder.core.isolation.job_view import SCRATCH, SYSTEM_DIRS
 from autograder.core.isolation.python_layout import PYTHON, layout
 from autograder.core.isolation.run_scope import RunScope
-from autograder.core.isolation.supervision import Pipes, Reader
+from autograder.core.isolation.supervision import Pipes, Reader, start_process
 
 __all__ = ["ISOLATION", "Template", "TemplateUnavailable", "Warm"]
 
@@ -185,7 +185,7 @@ class Template:
                          pass_fds=keep, start_new_session=True)  # fmt: skip
             # bubblewrap dies with the thread that started it (--die-with-parent): a thread of
             # the process's own, which lives as long as the process, starts every template.
-            self.process = _STARTER.submit(subprocess.Popen, **popen).result()
+            self.process = _STARTER.submit(start_process, **popen).result()
         except BaseException:
             os.close(log_read)
             self._undo()

@@ -28,6 +28,7 @@ import pytest
 
 from autograder.core.intake import archives as archives_module
 from autograder.core.intake import collect as collect_module
+from autograder.core.intake import markdown_safety
 from autograder.core.intake.collect import collect, student_id
 from autograder.core.intake.markdown_safety import NOTE, clean_html, sanitize_markdown
 from autograder.core.intake.student_markdown import safe_markdown
@@ -37,6 +38,7 @@ from autograder.core.intake.submission_file import (
     UnreadableNotebook,
     parse_notebook,
 )
+from autograder.nbgrader.preprocessors import sanitize_markdown as sanitize_markdown_pass
 from autograder.nbgrader.preprocessors.sanitize_markdown import SanitizeMarkdown
 from tests.submissions.course import course_submission
 
@@ -242,7 +244,9 @@ def test_sanitizing_costs_time_linear_in_the_tags(unit: str) -> None:
     small, large = unit * 2000, unit * 8000
     ratio = _seconds(clean_html, "<div>" + large) / max(_seconds(clean_html, "<div>" + small), 1e-4)
     assert ratio < 8, ratio
-    # a 17 KB cell: under a second idle (rendered once a grading: no result is kept)
+    # a 20 KB cell or more: under a second idle (longer than what a process keeps, so each of
+    # the 5 calls renders it)
+    assert len(unit * 2000) > markdown_safety.CACHED_CELL_CHARS
     assert _seconds(sanitize_markdown, unit * 2000) < 5
 
 
@@ -333,7 +337,6 @@ def test_no_student_markdown_is_rendered_twice_or_by_ipythons_lexer(monkeypatch)
     each), and a cell it did not mark (a forged mark, or the cell changed after) it does."""
     import ipython_pygments_lexers
 
-    from autograder.core.intake import markdown_safety
     from tests.submissions.hostile import NOTEBOOK_ATTACKS
 
     def never(*args, **kwargs):
@@ -348,16 +351,21 @@ def test_no_student_markdown_is_rendered_twice_or_by_ipythons_lexer(monkeypatch)
     assert len(slow) == 3 and all(c.source.startswith("<div>") and "```" not in c.source
                                   for c in slow)  # fmt: skip
     recorded = nbformat.reads(nbformat.writes(nb), as_version=4)  # as nbgrader reads it
-    rendered = []
+    rendered, checked = [], []
     monkeypatch.setattr(markdown_safety, "render_markdown", lambda s: rendered.append(s) or ("", [], []))
+    real = sanitize_markdown_pass.sanitize_markdown
+    monkeypatch.setattr(sanitize_markdown_pass, "sanitize_markdown", lambda s: checked.append(s) or real(s))
     for index, cell in enumerate(recorded.cells):
         SanitizeMarkdown().preprocess_cell(cell, {}, index)
-    assert rendered == []
+    assert rendered == [] and checked == []
     recorded.cells[-1].source = "changed after the grader checked it"
     recorded.cells[-2].metadata[markdown_safety.CHECKED] = "0" * 64
     for index, cell in enumerate(recorded.cells[-2:]):
         SanitizeMarkdown().preprocess_cell(cell, {}, index)
-    assert len(rendered) == 2
+    # both checked again; the forged mark's text is one this process already rendered (its
+    # answer is kept), the changed text is new
+    assert checked == [recorded.cells[-2].source, "changed after the grader checked it"]
+    assert rendered == ["changed after the grader checked it"]
 
 
 def test_a_long_or_ipython_fence_is_highlighted_only_as_python_or_not_at_all() -> None:
@@ -496,3 +504,25 @@ def test_outputs_past_the_notebooks_budget_are_dropped_with_a_note() -> None:
     kept = sum(len(o.get("text", "")) for c in nb.cells for o in c.get("outputs", []))
     assert MAX_TOTAL_TEXT - 10_000 < kept <= MAX_TOTAL_TEXT + 10_000
     assert any("outputs not kept" in note for note in notes), notes
+
+
+def test_a_markdown_cell_is_rendered_once_a_process_and_what_is_kept_stays_small(
+    monkeypatch,
+) -> None:
+    """The release's markdown, unchanged in every notebook of a class, is rendered once a
+    process; the answer is the same as a fresh rendering's; a cell longer than what is kept is
+    rendered each time, and no more than ``CACHED_CELLS`` answers are kept."""
+    release = nbformat.read(RELEASE, as_version=4)
+    sources = [cell.source for cell in release.cells if cell.cell_type == "markdown"]
+    sources += [HOSTILE, "<b>long</b> " * (markdown_safety.CACHED_CELL_CHARS // 10)]
+    fresh = [markdown_safety._sanitized(source) for source in sources]
+    monkeypatch.setattr(markdown_safety, "_CACHE", type(markdown_safety._CACHE)())
+    rendered = []
+    real = markdown_safety.render_markdown
+    monkeypatch.setattr(markdown_safety, "render_markdown", lambda s: rendered.append(s) or real(s))
+    for _ in range(3):  # three students' notebooks
+        assert [sanitize_markdown(source) for source in sources] == fresh
+    assert sorted(rendered) == sorted(sources[:-1] + [sources[-1]] * 3)
+    for index in range(markdown_safety.CACHED_CELLS + 50):
+        sanitize_markdown(f"cell *{index}*")
+    assert len(markdown_safety._CACHE) == markdown_safety.CACHED_CELLS

@@ -31,6 +31,8 @@ import hmac
 import html
 import re
 import secrets
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from autograder.core.intake.code_highlighting import SafeRenderer
@@ -237,11 +239,42 @@ def clean_html(text: str) -> tuple[str, bool]:
     return "".join(parts), changed
 
 
+#: How many cells' answers :func:`sanitize_markdown` keeps, and the longest cell it keeps.
+CACHED_CELLS = 256
+CACHED_CELL_CHARS = 16 * 1024
+_CACHE: OrderedDict[str, str | None] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
 def sanitize_markdown(source: str) -> str | None:
     """Safe markdown for ``source`` (see the module docstring), or ``None`` when it is safe as
     written. A cell whose code blocks any later renderer would highlight otherwise (an IPython
     or a long block, whose lexer is slow on some text: formgrader renders the recorded notebook
-    with nbconvert's own renderer) is recorded as its rendering too, with no note."""
+    with nbconvert's own renderer) is recorded as its rendering too, with no note.
+
+    The answer depends on ``source`` alone, so a process keeps the answers for the last
+    :data:`CACHED_CELLS` cells of at most :data:`CACHED_CELL_CHARS` characters: a class's
+    notebooks mostly hold the release's own markdown cells, unchanged, and each is rendered once
+    a process (the grader's, a feedback child's) instead of once a student. A longer cell is
+    rendered every time, so what is kept stays small whatever students write.
+    """
+    if type(source) is not str or len(source) > CACHED_CELL_CHARS:
+        return _sanitized(source)
+    with _CACHE_LOCK:
+        if source in _CACHE:
+            _CACHE.move_to_end(source)
+            return _CACHE[source]
+    clean = _sanitized(source)  # outside the lock: the threads of a class render side by side
+    with _CACHE_LOCK:
+        _CACHE[source] = clean
+        while len(_CACHE) > CACHED_CELLS:
+            _CACHE.popitem(last=False)
+    return clean
+
+
+
+def _sanitized(source: str) -> str | None:
+    """:func:`sanitize_markdown` without the cache."""
     rendered, _, shown = render_markdown(source)
     refused = [name for name in shown if not name.startswith("rewritten:")]
     clean, changed = clean_html(rendered)

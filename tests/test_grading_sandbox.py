@@ -495,7 +495,7 @@ def test_a_grader_that_is_not_root_never_runs_a_notebook_unsandboxed():
     """A normal user, who can write their own environment and home, grades a notebook that
     plants a .pth and a sitecustomize with --no-sandbox: the grader refuses (the notebook would
     run with that user's rights), nothing is written, and a stub graded next in the sandbox, as
-    that user, gets 0."""
+    that user, gets 0, forked from the template that user's grader started."""
     import shutil
     import sysconfig
     import tempfile
@@ -536,6 +536,9 @@ def test_a_grader_that_is_not_root_never_runs_a_notebook_unsandboxed():
         report = json.loads(done.stdout or "{}")
         assert report.get("status") == "graded" and report["total"] == 0.0, (report, done.stderr)
         assert report["sandboxed"] is True and TOKEN not in done.stderr
+        # the warm interpreters hold for a plain user too: the student forked from this
+        # process's template, which the plain user's own bubblewrap started
+        assert report["isolation"] == "bubblewrap-template", report
     finally:
         shutil.rmtree(home, ignore_errors=True)
 

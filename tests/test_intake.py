@@ -352,9 +352,13 @@ def test_no_student_markdown_is_rendered_twice_or_by_ipythons_lexer(monkeypatch)
                                   for c in slow)  # fmt: skip
     recorded = nbformat.reads(nbformat.writes(nb), as_version=4)  # as nbgrader reads it
     rendered, checked = [], []
-    monkeypatch.setattr(markdown_safety, "render_markdown", lambda s: rendered.append(s) or ("", [], []))
+    monkeypatch.setattr(
+        markdown_safety, "render_markdown", lambda s: rendered.append(s) or ("", [], [])
+    )
     real = sanitize_markdown_pass.sanitize_markdown
-    monkeypatch.setattr(sanitize_markdown_pass, "sanitize_markdown", lambda s: checked.append(s) or real(s))
+    monkeypatch.setattr(
+        sanitize_markdown_pass, "sanitize_markdown", lambda s: checked.append(s) or real(s)
+    )
     for index, cell in enumerate(recorded.cells):
         SanitizeMarkdown().preprocess_cell(cell, {}, index)
     assert rendered == [] and checked == []

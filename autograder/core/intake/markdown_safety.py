@@ -272,7 +272,6 @@ def sanitize_markdown(source: str) -> str | None:
     return clean
 
 
-
 def _sanitized(source: str) -> str | None:
     """:func:`sanitize_markdown` without the cache."""
     rendered, _, shown = render_markdown(source)

@@ -34,6 +34,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import autograder  # noqa: E402, F401 - the grader's own import settings, as the child has them
 from autograder.core.intake import markdown_safety  # noqa: E402
+from autograder.nbgrader.course import CourseTemplate, generate_feedback  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "solutions" / "a2c.ipynb"
@@ -55,9 +56,7 @@ def _graded_course(folder: Path, copies: int) -> list[str]:
 
 def _pages(workspace, students: list[str], keep: bool) -> float:
     """CPU seconds a page, every student's page made once; ``keep``: answers kept."""
-    from autograder.nbgrader.course import generate_feedback
-
-    markdown_safety._CACHE.clear()
+    markdown_safety._kept.cache_clear()
     limit = markdown_safety.CACHED_CELL_CHARS
     markdown_safety.CACHED_CELL_CHARS = limit if keep else -1
     try:
@@ -76,8 +75,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.copies < 1 or args.rounds < 1:
         parser.error("--copies and --rounds take a positive number")
-    from autograder.nbgrader.course import CourseTemplate, generate_feedback
-
     with tempfile.TemporaryDirectory(prefix="a2c-feedback-bench-") as name:
         folder = Path(name)
         print(f"grading {args.copies} copies of {SOLUTION.name} into a course ...", flush=True)

@@ -520,7 +520,7 @@ def test_a_markdown_cell_is_rendered_once_a_process_and_what_is_kept_stays_small
     sources = [cell.source for cell in release.cells if cell.cell_type == "markdown"]
     sources += [HOSTILE, "<b>long</b> " * (markdown_safety.CACHED_CELL_CHARS // 10)]
     fresh = [markdown_safety._sanitized(source) for source in sources]
-    monkeypatch.setattr(markdown_safety, "_CACHE", type(markdown_safety._CACHE)())
+    markdown_safety._kept.cache_clear()
     rendered = []
     real = markdown_safety.render_markdown
     monkeypatch.setattr(markdown_safety, "render_markdown", lambda s: rendered.append(s) or real(s))
@@ -529,4 +529,4 @@ def test_a_markdown_cell_is_rendered_once_a_process_and_what_is_kept_stays_small
     assert sorted(rendered) == sorted(sources[:-1] + [sources[-1]] * 3)
     for index in range(markdown_safety.CACHED_CELLS + 50):
         sanitize_markdown(f"cell *{index}*")
-    assert len(markdown_safety._CACHE) == markdown_safety.CACHED_CELLS
+    assert markdown_safety._kept.cache_info().currsize == markdown_safety.CACHED_CELLS

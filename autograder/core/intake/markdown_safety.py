@@ -26,13 +26,12 @@ most :data:`MAX_TAG` characters ahead, so the cost is linear in the cell, whatev
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import html
 import re
 import secrets
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from autograder.core.intake.code_highlighting import SafeRenderer
@@ -242,8 +241,6 @@ def clean_html(text: str) -> tuple[str, bool]:
 #: How many cells' answers :func:`sanitize_markdown` keeps, and the longest cell it keeps.
 CACHED_CELLS = 256
 CACHED_CELL_CHARS = 16 * 1024
-_CACHE: OrderedDict[str, str | None] = OrderedDict()
-_CACHE_LOCK = threading.Lock()
 
 
 def sanitize_markdown(source: str) -> str | None:
@@ -260,16 +257,7 @@ def sanitize_markdown(source: str) -> str | None:
     """
     if type(source) is not str or len(source) > CACHED_CELL_CHARS:
         return _sanitized(source)
-    with _CACHE_LOCK:
-        if source in _CACHE:
-            _CACHE.move_to_end(source)
-            return _CACHE[source]
-    clean = _sanitized(source)  # outside the lock: the threads of a class render side by side
-    with _CACHE_LOCK:
-        _CACHE[source] = clean
-        while len(_CACHE) > CACHED_CELLS:
-            _CACHE.popitem(last=False)
-    return clean
+    return _kept(source)
 
 
 def _sanitized(source: str) -> str | None:
@@ -283,6 +271,11 @@ def _sanitized(source: str) -> str | None:
     note = (NOTE if changed or commands else "") + (CODE_NOTE if refused else "")
     # One line: markdown shows an HTML block as it is up to the first blank line.
     return "<div>" + clean.strip().replace("\r", "").replace("\n", "&#10;") + "</div>" + note
+
+
+#: :func:`_sanitized` with the answers of the last :data:`CACHED_CELLS` cells kept (as the
+#: feedback exporter keeps its renderings: :mod:`autograder.nbgrader.exporters.feedback`).
+_kept = functools.lru_cache(maxsize=CACHED_CELLS)(_sanitized)
 
 
 #: Cell metadata of a markdown cell that this process made safe: an HMAC of its source with a key

@@ -497,3 +497,33 @@ def test_a_run_started_early_takes_only_a_job_of_its_own_terms():
         given = early_start.give(key, b"the job", 60.0, asked_env, asked_limits)
         assert given == (b"the job" if fed else None)
         assert future.result(timeout=10) == (b"the job" if fed else b"")
+
+
+def test_a_grading_command_goes_on_once_its_template_is_launched(monkeypatch):
+    """``warm_start`` (a grading command's first call) returns once the template's process
+    runs, before its imports end: the view's copy and the launch are Python of the calling
+    process, and left to a thread behind the command's own imports (torch's libraries load
+    holding the interpreter's lock) they took seconds, so the grading waited for the
+    template; waiting for its imports too would lose the overlap."""
+    from autograder.core.sandbox_view import warm_start
+
+    monkeypatch.setattr(templates, "_templates", {})  # this test's own template, started anew
+    before = _descendants(os.getpid())
+    thread = warm_start()
+    try:
+        started = []
+        for pid in _descendants(os.getpid()) - before:
+            try:
+                started.append(Path(f"/proc/{pid}/cmdline").read_bytes())
+            except OSError:
+                continue
+        # as root, the launcher (which becomes bubblewrap); else bubblewrap itself
+        launch = (b"template.py", b"root_launcher.py", b"bwrap")
+        assert any(name in argv for argv in started for name in launch), started
+        assert thread.is_alive(), "warm_start waited for the template's imports too"
+        thread.join(timeout=240)
+        (entry,) = templates._templates.values()
+        assert entry.template is not None and entry.template.alive, entry.failure
+    finally:
+        thread.join(timeout=240)
+        templates.close_templates()

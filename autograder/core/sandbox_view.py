@@ -138,18 +138,28 @@ def job_argv() -> list[str]:
     return [PYTHON, f"{GRADER_DIR}/bin/runner.py", f"{GRADER_DIR}/bin/executor.py"]
 
 
+#: How long :func:`warm_start` waits for the template's process to be started.
+LAUNCH_SECONDS = 5.0
+
+
 def warm_start(limits: Any = None) -> threading.Thread:
     """Start the sandbox's Python for the kit's own view now, in a thread: this process's
     template (:mod:`autograder.core.isolation.template`), or where none can be had, the run of
     the one notebook a command grades (:mod:`autograder.core.isolation.early_start`). A grading
     command calls it first thing, so that the sandbox's Python imports torch while the grader
     imports its own; an assessor made later shows the same files (the same view key), so it
-    finds what was started. Nothing is started where no isolation holds."""
+    finds what was started. Nothing is started where no isolation holds.
+
+    It returns once the template's process is started (at most :data:`LAUNCH_SECONDS`): the
+    copy of the view and the launch are Python in this thread, and behind the caller's own
+    imports (torch's libraries load holding the interpreter's lock) they took seconds instead
+    of a few tenths, so the template's imports began late and the grading waited for them."""
     from autograder.core.isolation import early_start, modes, templates
     from autograder.core.isolation.contract import DEFAULT_LIMITS
     from autograder.core.isolation.supervision import JobInput
 
     limits = limits or DEFAULT_LIMITS
+    launched = threading.Event()
 
     def start() -> None:
         folder = Path(tempfile.mkdtemp(prefix="a2c-view-"))
@@ -159,10 +169,11 @@ def warm_start(limits: Any = None) -> threading.Thread:
             release = json.loads(KIT_RELEASE.read_text()) if KIT_RELEASE.is_file() else {}
             modules = setup_modules(release)
             if mode == modes.BUBBLEWRAP and templates.template_for(
-                view.key, view.bin_inside, view.readonly, job_env(), limits, modules
+                view.key, view.bin_inside, view.readonly, job_env(), limits, modules, launched
             ):
                 shutil.rmtree(folder, ignore_errors=True)  # the template keeps its own copy
                 return
+            launched.set()  # the early run starts in a thread of its own
             early_start.start_early(
                 view.key,
                 lambda job: modes.run_isolated(
@@ -174,7 +185,10 @@ def warm_start(limits: Any = None) -> threading.Thread:
             )
         except Exception:  # noqa: BLE001 - the grading then starts its sandbox as before
             shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            launched.set()
 
     thread = threading.Thread(target=start, daemon=True, name="a2c-warm-start")
     thread.start()
+    launched.wait(LAUNCH_SECONDS)
     return thread

@@ -125,6 +125,8 @@ class Template:
         limits: a run's limits: the template gets their memory, and their task limit times
             :data:`STUDENTS_AT_ONCE`; each student gets them as a run does.
         modules: what the release's set-up cells import, imported by the template too.
+        launched: set once the template's process is started (its imports then run on their
+            own), before the constructor waits for them to end.
     """
 
     def __init__(
@@ -134,6 +136,7 @@ class Template:
         env: Mapping[str, str],
         limits: SandboxLimits,
         modules: Sequence[str] = (),
+        launched: threading.Event | None = None,
     ) -> None:
         require_sandbox()
         # Its own copy of the view: the assessor that asked first may remove its folder while
@@ -195,6 +198,8 @@ class Template:
             for fd in keep[1:]:
                 os.close(fd)
             theirs.close()
+        if launched is not None:
+            launched.set()
         self.log = Reader(log_read, 8000, tail=True)
         self.log.start()
         threading.Thread(target=self._read, daemon=True, name="a2c-template").start()

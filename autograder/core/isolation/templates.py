@@ -52,11 +52,13 @@ def template_for(
     env: Mapping[str, str],
     limits: SandboxLimits,
     modules: Sequence[str] = (),
+    launched: threading.Event | None = None,
 ) -> Template | None:
     """This process's template for the grader's view ``key`` (a digest of what ``readonly``
     shows), started on first use (callers meanwhile wait for it), or again after it ended;
     ``None`` where it cannot be had here (the reason is said once on standard error), or when
-    ``A2C_TEMPLATE`` is ``off``."""
+    ``A2C_TEMPLATE`` is ``off``. ``launched`` is set once the template's process is started,
+    at once when this call starts none."""
     if os.environ.get(TEMPLATE_VARIABLE, "").strip().lower() in ("off", "0", "no", "false"):
         return None
     with _templates_lock:
@@ -69,10 +71,12 @@ def template_for(
             entry = _templates[key] = _Entry()
     assert entry is not None
     if not starting:
+        if launched is not None:
+            launched.set()
         entry.ready.wait()
         return entry.template
     try:
-        entry.template = Template(bin_inside, readonly, env, limits, modules)
+        entry.template = Template(bin_inside, readonly, env, limits, modules, launched)
     except SandboxUnavailable as error:
         entry.failure = str(error)
         print(f"grading without a template (each student's Python starts afresh): {error}",

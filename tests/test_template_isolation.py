@@ -458,15 +458,19 @@ def test_a_class_through_the_template_gets_the_grades_of_a_cold_grading(tmp_path
 @pytest.mark.rom
 def test_where_no_template_is_had_the_run_starts_before_the_grader_needs_it(monkeypatch, tmp_path):
     """``A2C_TEMPLATE=off``: the command's early start begins the notebook's fresh run (its
-    imports) before the grader has its assessor; the assessor's grading takes that run, once,
+    imports) before the grader has its assessor, and returns once that run's process waits; the assessor's grading takes that run, once,
     and grades as a fresh run does."""
     from autograder.core import assessor
     from autograder.core.isolation import early_start
     from autograder.core.sandbox_view import warm_start
 
     monkeypatch.setenv(templates.TEMPLATE_VARIABLE, "off")
-    warm_start().join(timeout=120)
+    thread = warm_start()
     assert len(early_start._pending) == 1, "no run was started early"
+    ((job, _, _),) = early_start._pending.values()
+    # why: test_a_grading_command_goes_on_once_its_template_is_launched
+    assert job.waiting.is_set(), "warm_start returned before the early run's process started"
+    thread.join(timeout=120)
     grader = assessor.Assessor(KIT_RELEASE, tmp_path / "work")
     done = grader.assess((ROOT / "solutions" / "a2c.ipynb").read_bytes(), "ref").result
     assert not early_start._pending, "the grading did not take the run started early"

@@ -138,7 +138,7 @@ def job_argv() -> list[str]:
     return [PYTHON, f"{GRADER_DIR}/bin/runner.py", f"{GRADER_DIR}/bin/executor.py"]
 
 
-#: How long :func:`warm_start` waits for the template's process to be started.
+#: How long :func:`warm_start` waits for the sandbox's process to be started.
 LAUNCH_SECONDS = 5.0
 
 
@@ -150,10 +150,10 @@ def warm_start(limits: Any = None) -> threading.Thread:
     imports its own; an assessor made later shows the same files (the same view key), so it
     finds what was started. Nothing is started where no isolation holds.
 
-    It returns once the template's process is started (at most :data:`LAUNCH_SECONDS`): the
-    copy of the view and the launch are Python in this thread, and behind the caller's own
+    It returns once the sandbox's process is started (at most :data:`LAUNCH_SECONDS`): the
+    copy of the view and the launch are Python of this process, and behind the caller's own
     imports (torch's libraries load holding the interpreter's lock) they took seconds instead
-    of a few tenths, so the template's imports began late and the grading waited for them."""
+    of a few tenths, so the sandbox's imports began late and the grading waited for them."""
     from autograder.core.isolation import early_start, modes, templates
     from autograder.core.isolation.contract import DEFAULT_LIMITS
     from autograder.core.isolation.supervision import JobInput
@@ -173,8 +173,7 @@ def warm_start(limits: Any = None) -> threading.Thread:
             ):
                 shutil.rmtree(folder, ignore_errors=True)  # the template keeps its own copy
                 return
-            launched.set()  # the early run starts in a thread of its own
-            early_start.start_early(
+            job = early_start.start_early(
                 view.key,
                 lambda job: modes.run_isolated(
                     job_argv(), view.readonly, job_env(), job, JobInput.WAIT_SECONDS, limits
@@ -183,6 +182,8 @@ def warm_start(limits: Any = None) -> threading.Thread:
                 limits,
                 clean_up=[folder],
             )
+            if job is not None:  # its process is started in a thread of its own
+                job.waiting.wait(LAUNCH_SECONDS)
         except Exception:  # noqa: BLE001 - the grading then starts its sandbox as before
             shutil.rmtree(folder, ignore_errors=True)
         finally:

@@ -42,10 +42,11 @@ def start_early(
     env: Mapping[str, str],
     limits: SandboxLimits,
     clean_up: Sequence[Path] = (),
-) -> None:
+) -> JobInput | None:
     """Start ``run(job)`` (an isolation mode's run with the job's ``env`` and ``limits``, fed
     :class:`JobInput` ``job``) in a thread, for the view ``key``; ``clean_up``: folders
-    removed once it has ended."""
+    removed once it has ended. Returns ``job`` (its ``waiting`` is set once the run's process
+    waits for it), or ``None`` when a run of that view was started already."""
     job, future = JobInput(), Future()
 
     def body() -> None:
@@ -54,14 +55,16 @@ def start_early(
         except BaseException as error:  # noqa: BLE001 - whoever takes it sees the error
             future.set_exception(error)
         finally:
+            job.waiting.set()  # ended, perhaps before its process started: nothing to wait for
             for folder in clean_up:
                 shutil.rmtree(folder, ignore_errors=True)
 
     with _lock:
         if key in _pending:
-            return
+            return None
         _pending[key] = (job, future, _terms(env, limits))
     threading.Thread(target=body, daemon=True, name="a2c-early-run").start()
+    return job
 
 
 def take(key: str) -> tuple[JobInput, Future, tuple] | None:

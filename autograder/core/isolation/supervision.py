@@ -132,6 +132,8 @@ class JobInput:
 
     def __init__(self) -> None:
         self._given = threading.Event()
+        #: set once the run's process is started and waits for its job (or the run ended)
+        self.waiting = threading.Event()
         self.data = b""
         self.given_at: float | None = None  #: when the job was given (time.monotonic)
         self.wall_seconds = self.WAIT_SECONDS
@@ -144,6 +146,7 @@ class JobInput:
 
     def write(self, fd: int) -> None:
         """Write the job to ``fd`` once it is given (an empty one when the run ends first)."""
+        self.waiting.set()
         self._given.wait()
         write_all(fd, self.data)
 

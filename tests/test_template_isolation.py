@@ -458,8 +458,8 @@ def test_a_class_through_the_template_gets_the_grades_of_a_cold_grading(tmp_path
 @pytest.mark.rom
 def test_where_no_template_is_had_the_run_starts_before_the_grader_needs_it(monkeypatch, tmp_path):
     """``A2C_TEMPLATE=off``: the command's early start begins the notebook's fresh run (its
-    imports) before the grader has its assessor, and returns once that run's process waits; the assessor's grading takes that run, once,
-    and grades as a fresh run does."""
+    imports) before the grader has its assessor, and returns once that run's process waits;
+    the assessor's grading takes that run, once, and grades as a fresh run does."""
     from autograder.core import assessor
     from autograder.core.isolation import early_start
     from autograder.core.sandbox_view import warm_start

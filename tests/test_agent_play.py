@@ -18,6 +18,7 @@ import dataclasses
 import json
 import re
 import time
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -26,6 +27,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from autograder.core.agent_play import verification
 from autograder.core.agent_play.handed_in import find_agent, handed_in
 from autograder.core.agent_play.model_check import CHECK_FRAMES, judge_check
 from autograder.core.agent_play.verification import (
@@ -113,22 +115,46 @@ def test_the_grader_plays_the_saved_weights_in_its_own_network(assessor):
     assert verified["scores"] == _reference_scores(bundle, agent["seeds"])
 
 
+def _separating_seeds(bundle, candidates: int = 12) -> tuple[list[int], list[float], list[float]]:
+    """Seeds of ``SHORT``'s games on which ``bundle``'s weights and the scripted policy score
+    differently, with both lists of scores: two short games can end with the same scores by
+    chance, and then they cannot tell which of the two was played."""
+    rng = np.random.default_rng(20261202)
+    for _ in range(candidates):
+        seeds = [int(seed) for seed in rng.integers(0, 2**31 - 1, SHORT.games)]
+        weights = _reference_scores(bundle, seeds)
+        script = play_games(partial(scripted_agent, state={}), SHORT, seeds).scores.tolist()
+        if script != weights:
+            return seeds, weights, script
+    raise AssertionError(f"no seeds of {candidates} tried tell the weights from the script")
+
+
 @pytest.mark.rom
 @pytest.mark.slow
-def test_a_make_model_scripted_where_it_is_replayed_gets_what_its_weights_play(assessor):
+def test_a_make_model_scripted_where_it_is_replayed_gets_what_its_weights_play(
+    assessor, monkeypatch
+):
     """The issue's attack: make_model is the course's network everywhere except where it can
     tell it is replayed, where it plays a scripted sweep-and-fire policy. The replay runs no
     student code: the verified score is what the saved weights play in the grader's network on
-    the grading's seeds, not what the script would have played there."""
+    the grading's seeds, not what the script would have played there. The grading's seeds are
+    ones on which the two score differently (found here first), so that the scores tell them
+    apart whatever the draw."""
     bundle = _bundle()
+    seeds, weights, script = _separating_seeds(bundle)
+    drawn: list[int] = []
+
+    def known_seeds(games: int, seed: int | None = None) -> list[int]:
+        assert games == len(seeds) and seed is None, (games, seed)
+        drawn.append(games)
+        return list(seeds)
+
+    monkeypatch.setattr(verification, "game_seeds", known_seeds)
     result = _grade(assessor, _with_agent(bundle, attack_cell("scripted_elsewhere")))
     agent = result.agent
     assert result.graded and agent["verified"] is not None, (result.notes, agent["note"])
-    seeds = agent["seeds"]
-    assert agent["verified"]["scores"] == _reference_scores(bundle, seeds)
-    state: dict[str, int] = {}
-    scripted = play_games(lambda obs: scripted_agent(obs, state), SHORT, seeds)
-    assert scripted.scores.tolist() != agent["verified"]["scores"]
+    assert drawn and agent["seeds"] == seeds
+    assert agent["verified"]["scores"] == weights != script
     assert result.parts["model"].score == result.parts["model"].max
 
 

@@ -40,7 +40,7 @@ from autograder.core.assessor import Assessor
 from autograder.sandboxed.grading_runtime import fixtures
 from course_lib.atari_env import wrap_atari
 from course_lib.checks.properties import capture
-from course_lib.evaluation import GRADER_PROTOCOL, model_agent, play_games
+from course_lib.evaluation import GRADER_PROTOCOL, game_seeds, model_agent, play_games
 from course_lib.network_layout import network_layouts
 from course_lib.saved_agent import AGENT_FILE, AGENT_MIME, load_weights, pack_agent, unpack_agent
 from solutions.reference import make_model
@@ -119,9 +119,8 @@ def _separating_seeds(bundle, candidates: int = 12) -> tuple[list[int], list[flo
     """Seeds of ``SHORT``'s games on which ``bundle``'s weights and the scripted policy score
     differently, with both lists of scores: two short games can end with the same scores by
     chance, and then they cannot tell which of the two was played."""
-    rng = np.random.default_rng(20261202)
-    for _ in range(candidates):
-        seeds = [int(seed) for seed in rng.integers(0, 2**31 - 1, SHORT.games)]
+    for candidate in range(candidates):
+        seeds = game_seeds(SHORT.games, seed=candidate)
         weights = _reference_scores(bundle, seeds)
         script = play_games(partial(scripted_agent, state={}), SHORT, seeds).scores.tolist()
         if script != weights:
@@ -142,18 +141,16 @@ def test_a_make_model_scripted_where_it_is_replayed_gets_what_its_weights_play(
     apart whatever the draw."""
     bundle = _bundle()
     seeds, weights, script = _separating_seeds(bundle)
-    drawn: list[int] = []
 
     def known_seeds(games: int, seed: int | None = None) -> list[int]:
         assert games == len(seeds) and seed is None, (games, seed)
-        drawn.append(games)
         return list(seeds)
 
     monkeypatch.setattr(verification, "game_seeds", known_seeds)
     result = _grade(assessor, _with_agent(bundle, attack_cell("scripted_elsewhere")))
     agent = result.agent
     assert result.graded and agent["verified"] is not None, (result.notes, agent["note"])
-    assert drawn and agent["seeds"] == seeds
+    assert agent["seeds"] == seeds  # the grading drew them through game_seeds
     assert agent["verified"]["scores"] == weights != script
     assert result.parts["model"].score == result.parts["model"].max
 

@@ -23,7 +23,11 @@ imported), the two trees alternating round by round so that both see the same ma
    (the driver sets ``a2c.agent.replay`` to false): the difference of the two classes' CPU,
    everything counted, over the copies is what the replay costs a submission (in the
    baseline, 0642e52, its own sandbox's start and the student's network answering every
-   step; here the games in the grader's own network and the ``make_model`` check).
+   step; here the games in the grader's own network and the ``make_model`` check). Both trees
+   play the same games: the driver draws each replay's seeds from ``game_seeds(8, k)`` for
+   k = 0, 1, ... in the order the replays ask, where the grader draws fresh ones, so game
+   lengths (the replay's work) do not differ between the trees by chance; the agent steps a
+   submission row shows it.
 
 Both run ``python -m autograder`` (through :mod:`runpy`) in a small driver (:data:`DRIVER`) that
 wraps a few of the grader's functions to time them (nothing else changes): the grader's set-up
@@ -149,6 +153,13 @@ DRIVER = textwrap.dedent(
             if hasattr(self, "course"):  # this layout: the course value holds the settings
                 self.course = dataclasses.replace(self.course, agent=self.agent)
         A.Assessor.__init__ = no_replay
+    if os.environ.get("A2C_BENCH_GAME_SEEDS"):  # both trees play the same games
+        from autograder.core.agent_play import verification as V
+        draws, drawn = V.game_seeds, iter(range(1_000_000))
+        def same_games(games, seed=None):
+            with lock:
+                return draws(games, next(drawn) if seed is None else seed)
+        V.game_seeds = same_games
 
     local = threading.local()
     job_cells = A.job_cells
@@ -188,7 +199,8 @@ DRIVER = textwrap.dedent(
         agent = done.result.agent or {}
         add("assess", time.perf_counter() - start, None,
             judge=done.result.timings.get("judge", 0.0), status=done.result.status,
-            agent_cpu=agent.get("cpu_seconds"), verified=bool(agent.get("verified")))
+            agent_cpu=agent.get("cpu_seconds"), verified=bool(agent.get("verified")),
+            agent_steps=(agent.get("verified") or {}).get("steps"))
         return done
     A.Assessor.assess = assessed
 
@@ -360,12 +372,16 @@ def agent_rows(played: dict, not_played: dict, copies: int) -> dict[str, float]:
         for event in played["events"]
         if event["stage"] == "assess" and event.get("agent_cpu") is not None
     ]
+    steps = [
+        event.get("agent_steps") or 0 for event in played["events"] if event["stage"] == "assess"
+    ]
     return {
         "CPU a submission, the agent played": played["cpu"] / copies,
         "CPU a submission, the replay off": not_played["cpu"] / copies,
         REPLAY_ROW: (played["cpu"] - not_played["cpu"]) / copies,
         "  the replay's own figure (the result's cpu_seconds)": sum(agent_cpu)
         / max(1, len(agent_cpu)),
+        "agent steps a submission (the same games in both trees)": sum(steps) / copies,
         "wall a submission, the agent played": played["wall"] / copies,
         "wall a submission, the replay off": not_played["wall"] / copies,
     }
@@ -495,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
                             tree,
                             ["grade-all", str(copies), "--jobs", str(args.jobs), "--out", str(out)],
                             scratch,
-                            None if replay else {"A2C_BENCH_NO_REPLAY": "1"},
+                            {"A2C_BENCH_GAME_SEEDS" if replay else "A2C_BENCH_NO_REPLAY": "1"},
                         )
                         _check_agents(both[replay], replay, tree)
                     rows = agent_rows(both[True], both[False], count)

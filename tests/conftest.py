@@ -25,11 +25,13 @@ LONGEST_FIRST = (
     "test_platforms.py",
     "test_grading_sandbox.py",
     "test_cluster_grading.py",
-    "test_semester.py",
-    "test_notebooks.py",
     "test_train_cli.py",
-    "test_sandbox_isolation.py",
-    "test_intake.py",
+    "test_notebooks.py",
+    "test_semester.py",
+    "test_agent_play.py",
+    "test_run_limits.py",
+    "test_template_isolation.py",
+    "test_formgrader_browser.py",
 )
 
 

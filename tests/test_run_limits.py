@@ -117,6 +117,46 @@ def test_one_runs_threads_never_keep_the_next_sandbox_from_starting():
     assert "holding" not in over.output and "can't start new thread" in over.output, over.output
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="only root's runs have cgroups (their limits)")
+def test_a_run_whose_name_a_killed_grader_left_behind_still_gets_its_own_cgroup(monkeypatch):
+    """A grader killed mid-run (SIGKILL, the out-of-memory killer, a service stopped) leaves
+    its run's groups; a later grader that gets its pid draws the same names. Its run gets groups
+    of its own all the same, with the whole run's limits (before: no cgroup, the per-process
+    limits only, and a note blaming the missing root), and the leftover is not touched."""
+    from autograder.core.isolation import cgroups, run_scope
+
+    leftovers = []
+
+    def named_like_a_leftover(name, limits, enabled=True):
+        leftovers.append(cgroups.Cgroup(name, limits, enabled))  # the killed grader's
+        return cgroups.Cgroup(name, limits, enabled)
+
+    monkeypatch.setattr(run_scope, "Cgroup", named_like_a_leftover)
+    try:
+        if not leftovers_possible():
+            pytest.skip("no writable memory and pids cgroup on this machine")
+        ran = _sh("echo ran")
+        assert ran.returncode == 0 and "ran" in ran.output, ran.output
+        assert ran.limits.startswith("cgroup:"), ran.limits
+        (leftover,) = leftovers
+        assert leftover.active and all(folder.is_dir() for folder in leftover.dirs)
+        assert all((folder / "cgroup.procs").read_text() == "" for folder in leftover.dirs)
+    finally:
+        for leftover in leftovers:
+            leftover.remove()
+
+
+def leftovers_possible() -> bool:
+    """Whether this machine gives a root run a cgroup at all."""
+    from autograder.core.isolation import cgroups
+
+    probe = cgroups.Cgroup(f"probe-{os.getpid()}-{time.monotonic_ns()}", LIMITS)
+    try:
+        return probe.active
+    finally:
+        probe.remove()
+
+
 @pytest.mark.skipif(os.getuid() != 0, reason="container mode runs the job as another user: root")
 def test_container_mode_without_a_writable_cgroup_ends_the_users_processes_first(monkeypatch):
     """Container mode where no cgroup can be made: a run that leaves a process in a session of

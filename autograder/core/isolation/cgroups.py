@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 import signal
 import time
 from pathlib import Path
@@ -22,6 +23,8 @@ from autograder.core.isolation.contract import SandboxLimits
 __all__ = ["Cgroup", "run_name"]
 
 _runs = itertools.count()
+#: Names tried for one run's groups: its own, then drawn ones where a dead grader left that name.
+_NAME_ATTEMPTS = 4
 
 
 def run_name() -> str:
@@ -58,29 +61,43 @@ class Cgroup:
             controllers = (self.ROOT_V2 / "cgroup.subtree_control").read_text().split()
         except OSError:
             controllers = []
-        try:
-            if {"memory", "pids"} <= set(controllers):
-                folder = self.ROOT_V2 / f"a2c-grading-{name}"
-                folder.mkdir()
-                self.dirs = [folder]
-                (folder / "memory.max").write_text(str(limits.memory_bytes))
-                (folder / "memory.swap.max").write_text("0") if (
-                    folder / "memory.swap.max"
-                ).exists() else None
-                (folder / "pids.max").write_text(str(limits.processes))
-            elif all((root / "cgroup.procs").exists() for root in self.ROOT_V1.values()):
-                memory = self.ROOT_V1["memory"] / f"a2c-grading-{name}"
-                pids = self.ROOT_V1["pids"] / f"a2c-grading-{name}"
-                memory.mkdir()
-                self.dirs.append(memory)
-                pids.mkdir()
-                self.dirs.append(pids)
-                (memory / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
-                (pids / "pids.max").write_text(str(limits.processes))
-                self._cpuacct_v1(name)
-        except OSError:
-            self.remove()
-            self.dirs = []
+        # A grader that was killed (SIGKILL, the out-of-memory killer, a service stopped) leaves
+        # its groups behind, and a later process with its pid would be given the same names: a
+        # name taken is never reused (nor its group touched, whoever's it is), another is drawn.
+        for attempt in range(_NAME_ATTEMPTS):
+            try:
+                self._make(name if attempt == 0 else f"{name}-{secrets.token_hex(4)}",
+                           limits, controllers)  # fmt: skip
+                return
+            except FileExistsError:
+                self.remove()  # what this attempt made: empty, its own
+                self.dirs = []
+            except OSError:
+                self.remove()
+                self.dirs = []
+                return
+
+    def _make(self, name: str, limits: SandboxLimits, controllers: list[str]) -> None:
+        """The groups named ``name`` (v2 where delegated, else v1), their limits written."""
+        if {"memory", "pids"} <= set(controllers):
+            folder = self.ROOT_V2 / f"a2c-grading-{name}"
+            folder.mkdir()
+            self.dirs = [folder]
+            (folder / "memory.max").write_text(str(limits.memory_bytes))
+            (folder / "memory.swap.max").write_text("0") if (
+                folder / "memory.swap.max"
+            ).exists() else None
+            (folder / "pids.max").write_text(str(limits.processes))
+        elif all((root / "cgroup.procs").exists() for root in self.ROOT_V1.values()):
+            memory = self.ROOT_V1["memory"] / f"a2c-grading-{name}"
+            pids = self.ROOT_V1["pids"] / f"a2c-grading-{name}"
+            memory.mkdir()
+            self.dirs.append(memory)
+            pids.mkdir()
+            self.dirs.append(pids)
+            (memory / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
+            (pids / "pids.max").write_text(str(limits.processes))
+            self._cpuacct_v1(name)
 
     def _cpuacct_v1(self, name: str) -> None:
         """A v1 ``cpuacct`` group beside the memory and pids ones, where the hierarchy is
@@ -92,6 +109,8 @@ class Cgroup:
                 folder = root / _own_group("cpuacct").lstrip("/") / f"a2c-grading-{name}"
                 try:
                     folder.mkdir()
+                except FileExistsError:
+                    raise
                 except OSError:
                     return
                 self.dirs.append(folder)

@@ -16,11 +16,8 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
-import shutil
 import socket
-import tempfile
 import threading
-from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -29,6 +26,7 @@ from autograder.core.assessor import Assessor
 from autograder.core.cluster.connection import WorkerRefused
 from autograder.core.course.settings import Course
 from autograder.core.isolation import SandboxUnavailable
+from autograder.core.isolation.held_folders import held_folder, let_go
 from autograder.core.package_digest import package_files
 
 __all__ = ["assess_task", "assessor_settings", "check_worker_isolation"]
@@ -60,8 +58,8 @@ def _build_assessor(settings: dict[str, Any], where: str) -> Assessor:
         )
     if settings["isolate"]:
         check_worker_isolation(where)
-    folder = Path(tempfile.mkdtemp(prefix="a2c-worker-"))
-    atexit.register(shutil.rmtree, folder, True)
+    folder = held_folder("a2c-worker-")  # a killed worker's is removed by the next to start
+    atexit.register(let_go, folder)
     try:
         return Assessor(
             nbformat.reads(settings["source"].decode(), as_version=4),

@@ -49,7 +49,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -65,6 +64,7 @@ from autograder.core.isolation.bubblewrap import (
 )
 from autograder.core.isolation.contract import SandboxLimits, SandboxResult, SandboxUnavailable
 from autograder.core.isolation.forked_student import END_SECONDS, ForkedStudent, host_pid
+from autograder.core.isolation.held_folders import held_folder, let_go
 from autograder.core.isolation.job_view import SCRATCH, SYSTEM_DIRS
 from autograder.core.isolation.python_layout import PYTHON, layout
 from autograder.core.isolation.run_scope import RunScope
@@ -140,12 +140,17 @@ class Template:
     ) -> None:
         require_sandbox()
         # Its own copy of the view: the assessor that asked first may remove its folder while
-        # this template serves the process's other assessors.
-        self._copy = Path(tempfile.mkdtemp(prefix="a2c-template-view-"))
-        readonly = {
-            inside: Path(shutil.copytree(outside, self._copy / str(index), symlinks=False))
-            for index, (inside, outside) in enumerate(readonly.items())
-        }
+        # this template serves the process's other assessors. A held folder: if this process is
+        # killed, the next template's start removes it.
+        self._copy = held_folder("a2c-template-view-")
+        try:
+            readonly = {
+                inside: Path(shutil.copytree(outside, self._copy / str(index), symlinks=False))
+                for index, (inside, outside) in enumerate(readonly.items())
+            }
+        except BaseException:
+            let_go(self._copy)
+            raise
         self.readonly = readonly
         self._lock = threading.Lock()
         self._students: dict[int, ForkedStudent] = {}
@@ -174,7 +179,7 @@ class Template:
         try:
             self._scope: RunScope | None = scope.__enter__()
         except BaseException:
-            shutil.rmtree(self._copy, ignore_errors=True)
+            let_go(self._copy)
             raise
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         log_read, log_write = os.pipe()
@@ -361,4 +366,4 @@ class Template:
         if self._scope is not None:
             scope, self._scope = self._scope, None
             scope.__exit__(None, None, None)  # the user id last: every process of it ended
-        shutil.rmtree(self._copy, ignore_errors=True)
+        let_go(self._copy)

@@ -145,6 +145,30 @@ def test_guarded_never_raises_and_times_out():
     assert "ZeroDivisionError" in record["error"] and "line" in record["error"]
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_step_timeout_that_a_finaliser_swallows_fires_again():
+    """Python ignores an exception raised in a ``__del__`` (or a garbage collection's weakref
+    callback): a step whose limit passes while one runs must still be stopped on its CPU time,
+    not only by the wall clock (WALL_CLOCK_FACTOR times later) or the grader from outside."""
+
+    class SlowFinaliser:
+        def __del__(self):
+            end = time.thread_time() + 0.6
+            while time.thread_time() < end:  # the 0.3 s limit passes in here
+                pass
+
+    def step():
+        SlowFinaliser()  # finalised at once: the first StepTimeout is raised, and ignored, in it
+        while True:
+            pass
+
+    start = time.thread_time()
+    record = guarded(step, 0.3)
+    used = time.thread_time() - start
+    assert not record["ok"] and record["timed_out"], record
+    assert used < 0.9, f"stopped after {used:.2f} s of CPU: the limit fired once only"
+
+
 def test_judging_refuses_observations_the_probes_do_not_write():
     """Is a forged record (passing claims, no real observation) worth nothing, and flagged?"""
     plan = make_plan(3)

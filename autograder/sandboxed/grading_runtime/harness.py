@@ -10,7 +10,8 @@ This code runs next to the student's code and decides nothing: it only reports. 
 sandbox it is the read-only package ``grading_runtime``; in the grader, ``autograder.sandboxed.grading_runtime``.
 
 Time limits use ``SIGPROF``/``SIGALRM`` (Linux and macOS, main thread): a step that runs out of
-CPU time, or of ``WALL_CLOCK_FACTOR`` times that in wall-clock time, is stopped; after
+CPU time, or of ``WALL_CLOCK_FACTOR`` times that in wall-clock time, is stopped (the timers fire
+again every ``REFIRE_SECONDS`` until it is, in case Python ignored one in a finaliser); after
 ``MAX_TIMEOUTS`` stopped steps the part's other steps are not run. The grader enforces its own
 limits from outside as well.
 """
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 WALL_CLOCK_FACTOR = 4.0
+REFIRE_SECONDS = 0.05  #: how often a step's timers fire again once it is over its limit
 MAX_TIMEOUTS = 2
 SEED = 20240
 _HERE = (str(Path(__file__).resolve().parent),)
@@ -70,15 +72,23 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         raise StepTimeout(f"still running after {seconds:g} s")
 
     previous = signal.signal(signal.SIGPROF, on_limit), signal.signal(signal.SIGALRM, on_limit)
-    signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-3))
-    signal.setitimer(signal.ITIMER_REAL, max(WALL_CLOCK_FACTOR * seconds, 1e-3))
+    # Once over the limit, the timers fire again every REFIRE_SECONDS: Python ignores an
+    # exception raised while it runs a finaliser or a weakref callback (a ``__del__``, a garbage
+    # collection), and a single StepTimeout landing there would be lost.
+    signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-3), REFIRE_SECONDS)
+    signal.setitimer(signal.ITIMER_REAL, max(WALL_CLOCK_FACTOR * seconds, 1e-3), REFIRE_SECONDS)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGPROF, previous[0])
-        signal.signal(signal.SIGALRM, previous[1])
+        while True:  # a timer firing again while the block is left is stopped, not raised
+            try:
+                signal.setitimer(signal.ITIMER_PROF, 0)
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGPROF, previous[0])
+                signal.signal(signal.SIGALRM, previous[1])
+                break
+            except StepTimeout:
+                continue
 
 
 @contextlib.contextmanager

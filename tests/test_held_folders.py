@@ -5,6 +5,7 @@ up when the process is killed: the next process of that kind removes them, never
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,7 +38,7 @@ def prefix():
         if entry.is_symlink() or not entry.is_dir():
             entry.unlink()
         else:
-            subprocess.run(["rm", "-rf", str(entry)], check=False)
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _holder(prefix: str) -> tuple[subprocess.Popen, Path]:
